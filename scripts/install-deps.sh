@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that building, testing, the demo and the corpus need.
+# Idempotent and quick when everything is present: it asks apt only for what is missing.
+set -euo pipefail
+
+build_pkgs=(cmake ninja-build g++ pkg-config make
+  libcurl4-openssl-dev libre2-dev libhyperscan-dev libtomlplusplus-dev libcli11-dev
+  nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
+test_pkgs=(python3-aiosmtpd openssl util-linux procps clang libclang-rt-14-dev)
+corpus_pkgs=(python3-torch slurm-wlm munge)
+
+want=("${build_pkgs[@]}")
+case "${1:-build}" in
+  build) ;;
+  test) want+=("${test_pkgs[@]}") ;;
+  corpus) want+=("${test_pkgs[@]}" "${corpus_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|corpus]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

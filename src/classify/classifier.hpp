@@ -1,0 +1,63 @@
+// classify/classifier.hpp: the streaming classifier used by `run`, `classify` and `eval`.
+//
+// CONTRACT (implemented in classify/*.cpp):
+// - RuleSet holds the ordered rules (data, TOML). load_default() parses the rules
+//   embedded in the binary; load_file() parses a user/site file; merge() lets a
+//   later set add rules and override rules with the same id.
+// - Scanner is fed the log's bytes in arbitrary chunks (any split, including
+//   inside a line or a UTF-8 sequence), in bounded memory whatever the line
+//   length. Lines of the gpualert header/footer of output.log (lines that start
+//   with report::k_marker, "#gpualert# ") are not job output and are not evidence
+//   of a failure; the footer may carry wrapper facts.
+// - finish() then verdict(exit, host) decides the label in rule order.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classify/verdict.hpp"
+#include "util/result.hpp"
+
+namespace classify {
+
+struct Rule;  // defined in classify/rules.hpp
+
+class RuleSet {
+public:
+  RuleSet();
+  ~RuleSet();
+  RuleSet(RuleSet&&) noexcept;
+  RuleSet& operator=(RuleSet&&) noexcept;
+
+  static util::Result<RuleSet> load_default();
+  // Errors carry "FILE:LINE: message".
+  static util::Result<RuleSet> load_file(const std::string& path);
+  static util::Result<RuleSet> load_string(std::string_view toml, const std::string& name);
+  // Adds other's rules; a rule whose id exists replaces it in place.
+  util::Status merge(const RuleSet& other);
+
+  const std::vector<Rule>& rules() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+  friend class Scanner;
+};
+
+class Scanner {
+public:
+  explicit Scanner(const RuleSet& rules);
+  ~Scanner();
+  void feed(std::string_view bytes);
+  void finish();
+  Verdict verdict(const ExitInfo& exit, const HostEvidence& host) const;
+  uint64_t lines_seen() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace classify

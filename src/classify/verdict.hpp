@@ -1,0 +1,49 @@
+// classify/verdict.hpp: what the classifier consumes besides the log, and what it decides.
+//
+// These plain structs are the contract between `run` (which gathers the exit
+// status and the host evidence), the classifier, the report writer and the
+// notifier. The classifier never touches processes: it takes bytes plus these facts.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace classify {
+
+// How the job ended. Exactly one of exit_code and signal is set for a finished job.
+struct ExitInfo {
+  std::optional<int> exit_code;  // normal exit
+  std::optional<int> signal;     // killed by this signal number
+  bool wrapper_timeout = false;  // gpualert's own --timeout stopped it
+};
+
+// Facts from outside the log, gathered by `run` (or read from a case directory).
+struct HostEvidence {
+  // Lines of kernel messages that bear on the run (OOM killer, NVRM Xid), as text.
+  std::vector<std::string> kernel_lines;
+  // Increase of the job's memory-cgroup oom_kill counter during the run, if it could be read.
+  std::optional<int64_t> cgroup_oom_kills;
+  // Scheduler facts such as SLURM_JOB_ID (name -> value).
+  std::map<std::string, std::string> scheduler;
+};
+
+// One line that supports the verdict.
+struct EvidenceLine {
+  uint64_t line = 0;      // 1-based line number in its source (0 when not from a file)
+  std::string text;       // the line, ANSI codes stripped, invalid UTF-8 replaced
+  std::string source;     // "log", "kernel", "exit", "cgroup", "wrapper"
+};
+
+struct Verdict {
+  std::string label;   // one label of spec/taxonomy.md
+  std::string rule;    // id of the rule that decided, or "exit-status" / "success"
+  std::string group;   // taxonomy group ("gpu software", "host", ...), "-" for success/unknown
+  std::string action;  // first action for the person who reads the report
+  std::vector<EvidenceLine> evidence;
+  std::map<std::string, std::string> fields;  // extracted: xid, pci, gpu, rank, requested, ...
+};
+
+}  // namespace classify

@@ -1,0 +1,44 @@
+// notify/config.hpp: gpualert's configuration: flags over environment over a TOML file.
+//
+// CONTRACT: load() reads the file named by --config, else $GPUALERT_CONFIG, else
+// $XDG_CONFIG_HOME/gpualert/config.toml (or ~/.config/...), when it exists; then
+// applies the environment (spec/cli.md); flags are applied by the CLI afterwards.
+// A broken file is an error that names the file and line.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace notify {
+
+struct Config {
+  // Delivery.
+  std::string smtp_url;            // empty: no SMTP
+  std::string smtp_user;
+  std::string smtp_password_file;  // the password is read from here at send time
+  std::string smtp_ca_file;        // CA bundle for a private relay
+  std::string from;
+  std::vector<std::string> to;
+  std::string webhook_url;         // empty: no webhook
+  std::string webhook_format = "slack";  // "slack" | "json"
+  std::chrono::milliseconds notify_timeout{60000};
+  std::string notify_when = "always";     // always | failure | never
+  uint64_t budget_bytes = 10u << 20;
+  // Places.
+  std::string log_dir;             // empty: ./gpualert-logs
+  std::string state_dir;           // outbox and journal; default XDG state dir
+  std::string rules_file;          // extra rules
+  std::string source;              // which file was read, for messages ("" if none)
+};
+
+// file_override: the --config value, empty if not given.
+util::Result<Config> load_config(const std::string& file_override);
+// The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert, ~/.local/state/gpualert.
+std::string state_dir(const Config& c);
+std::string outbox_dir(const Config& c);
+
+}  // namespace notify

@@ -1,0 +1,36 @@
+// notify/notify.hpp: tell the person how a run ended, without ever touching its exit status.
+//
+// CONTRACT (implemented in notify/*.cpp):
+// - notify_run() is called by `run` after report.json is written. It builds the
+//   message from the run directory (report.json + output.log + attachments),
+//   writes it to the outbox first (atomically), then delivers it in a separate
+//   process with a hard deadline; what was not delivered stays in the outbox
+//   with its reason. It never throws, never exits, and returns within the
+//   deadline (plus a small margin) whatever the server does.
+// - The returned Outcome says what happened, for the wrapper's one end line.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "notify/config.hpp"
+
+namespace notify {
+
+struct Outcome {
+  bool delivered = false;      // every configured channel accepted it
+  bool queued = false;         // (some of) it is in the outbox
+  std::string where;           // "smtp://...", "webhook", or the outbox path
+  std::string detail;          // reason of a failure, or how to configure delivery
+};
+
+struct RunNotice {
+  std::string run_dir;                 // directory holding report.json and output.log
+  std::vector<std::string> attach;     // --attach globs, relative to the job's cwd
+  uint64_t budget_bytes = 10u << 20;   // --budget
+};
+
+Outcome notify_run(const RunNotice& notice, const Config& config);
+
+}  // namespace notify

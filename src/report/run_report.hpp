@@ -1,0 +1,44 @@
+// report/run_report.hpp: the facts of one finished run, as written to report.json.
+//
+// `run` fills it; the notifier and `outbox` read it back from report.json, so
+// the JSON form is the contract (keys listed in spec/cli.md, more may be added).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "classify/verdict.hpp"
+#include "util/result.hpp"
+
+namespace report {
+
+struct RunReport {
+  std::string name;                  // job name (--name or the command's basename)
+  std::vector<std::string> argv;     // the command as given
+  std::string command;               // argv quoted so it can be pasted into a shell
+  std::string cwd, host, user;
+  std::string started, ended;        // ISO 8601 with UTC offset
+  double duration_s = 0;
+  std::optional<int> exit_code;      // set when the job exited normally
+  std::optional<std::string> signal; // "SIGKILL" when the job died of a signal
+  bool core_dumped = false;
+  bool wrapper_timeout = false;      // our own --timeout ended the job
+  std::string run_dir;               // absolute path of the run directory
+  std::string log_path;              // absolute path of output.log
+  uint64_t log_bytes = 0;            // bytes of job output captured
+  std::optional<std::string> log_fallback;  // why the run dir is not where it was asked to be
+  std::map<std::string, std::string> env;   // GPU/scheduler-relevant environment at start
+  std::map<std::string, std::string> sources;  // evidence source -> "read" / why not
+  std::optional<classify::Verdict> verdict;    // absent until a classifier decided
+  std::vector<std::string> warnings;           // things the wrapper wants the reader to know
+};
+
+nlohmann::json to_json(const RunReport& r);
+util::Result<RunReport> from_json(const nlohmann::json& j);
+util::Result<RunReport> load(const std::string& report_json_path);
+
+}  // namespace report

@@ -1,0 +1,124 @@
+#include "util/fd.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace util {
+
+Error errno_error(const std::string& context, int err) {
+  return Error{context + ": " + std::strerror(err)};
+}
+
+Error errno_error(const std::string& context) { return errno_error(context, errno); }
+
+Status write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return errno_error("write");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return ok_status();
+}
+
+ssize_t read_retry(int fd, void* buf, size_t len) {
+  for (;;) {
+    ssize_t n = ::read(fd, buf, len);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    return n;
+  }
+}
+
+Result<std::string> read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return errno_error("open " + path);
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read_retry(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      return errno_error("read " + path);
+    }
+    if (n == 0) {
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status fsync_dir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return errno_error("open " + dir);
+  }
+  if (::fsync(fd.get()) != 0) {
+    return errno_error("fsync " + dir);
+  }
+  return ok_status();
+}
+
+Status write_file_atomic(const std::string& path, std::string_view data, int mode) {
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd.valid()) {
+    return errno_error("create " + tmp);
+  }
+  if (auto st = write_all(fd.get(), data); !st) {
+    ::unlink(tmp.c_str());
+    return Error{"write " + tmp + ": " + st.error().substr(7)};
+  }
+  if (::fsync(fd.get()) != 0) {
+    auto err = errno_error("fsync " + tmp);
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto err = errno_error("rename " + tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  return fsync_dir(dir);
+}
+
+Status make_dirs(const std::string& path, int mode) {
+  if (path.empty()) {
+    return Error{"make_dirs: empty path"};
+  }
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    size_t next = path.find('/', pos + 1);
+    cur = path.substr(0, next);
+    pos = next;
+    if (cur.empty() || cur == "/") {
+      continue;
+    }
+    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) {
+      return errno_error("mkdir " + cur);
+    }
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno_error("stat " + path);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Error{"mkdir " + path + ": exists and is not a directory"};
+  }
+  return ok_status();
+}
+
+}  // namespace util

@@ -1,0 +1,63 @@
+// util/fd.hpp: RAII ownership of a file descriptor and EINTR-safe I/O.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unistd.h>
+
+#include "util/result.hpp"
+
+namespace util {
+
+// Owns one fd; closes it on destruction. Move-only.
+class UniqueFd {
+public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : m_fd(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : m_fd(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      reset(other.release());
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return m_fd; }
+  bool valid() const { return m_fd >= 0; }
+  int release() {
+    int fd = m_fd;
+    m_fd = -1;
+    return fd;
+  }
+  void reset(int fd = -1) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+    m_fd = fd;
+  }
+
+private:
+  int m_fd = -1;
+};
+
+// Writes all of data, retrying on EINTR and short writes. Fails with the
+// errno of the first write that returned an error (EAGAIN included).
+Status write_all(int fd, std::string_view data);
+
+// Reads one chunk, retrying on EINTR. Returns bytes read (0 at EOF) or -1 with errno set.
+ssize_t read_retry(int fd, void* buf, size_t len);
+
+// Whole-file helpers for small files (configs, reports).
+Result<std::string> read_file(const std::string& path);
+// Writes path atomically: a temporary file in the same directory, fsync,
+// rename, fsync of the directory. Readers see the old or the new content.
+Status write_file_atomic(const std::string& path, std::string_view data, int mode = 0644);
+// fsyncs a directory so that entries created in it survive a crash.
+Status fsync_dir(const std::string& dir);
+// mkdir -p with the given mode for created directories.
+Status make_dirs(const std::string& path, int mode = 0755);
+
+}  // namespace util
