@@ -1,0 +1,58 @@
+// report/run_dir.hpp: the run directory, created and made durable before the child exists.
+//
+// `run` calls create_run_dir() first; only after it returned (header written,
+// output.log and the directories fsynced) is the child spawned. If the asked-for
+// log directory can't be used, a private fallback under the state or tmp dir is
+// used instead, and RunDir::fallback_reason says why (for stderr and the report).
+#pragma once
+
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/fd.hpp"
+#include "util/result.hpp"
+
+namespace report {
+
+// Lines of output.log that the wrapper wrote (header, footer) start with this,
+// so that people and the classifier can tell them from the job's own output.
+inline constexpr std::string_view k_marker = "#gpualert# ";
+inline constexpr std::string_view k_output_begins = "#gpualert# ---- job output begins ----";
+inline constexpr std::string_view k_output_ends = "#gpualert# ---- job output ends ----";
+
+struct HeaderFacts {
+  std::string name;
+  std::vector<std::string> argv;
+  std::string cwd, host, user, started;
+  std::map<std::string, std::string> env;  // GPU/scheduler-relevant variables
+};
+
+struct RunDir {
+  std::string path;      // absolute
+  std::string log_path;  // path/output.log
+  util::UniqueFd log_fd; // open for writing, positioned after the header
+  uint64_t header_bytes = 0;
+  std::optional<std::string> fallback_reason;
+};
+
+struct RunDirRequest {
+  std::string log_dir;                   // where the user asked for it
+  std::vector<std::string> fallback_bases;  // tried in order when log_dir fails
+  std::string name, host;
+  std::time_t start = 0;
+};
+
+// Creates <base>/<name>-<YYYYmmdd-HHMMSS>-<host>-<pid>/output.log with the header,
+// fsyncs the file, the run directory and its parent. Fails only when every base failed.
+util::Result<RunDir> create_run_dir(const RunDirRequest& request, const HeaderFacts& header);
+
+std::string format_header(const HeaderFacts& header);
+
+// The variables worth recording at start: GPU selection, scheduler job facts, launcher ranks.
+std::map<std::string, std::string> relevant_environment(char** envp);
+
+}  // namespace report

@@ -1,0 +1,68 @@
+#include "supervise/signals.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace supervise {
+
+util::Result<SignalIntake> SignalIntake::open() {
+  SignalIntake in;
+  sigemptyset(&in.m_blocked);
+  sigemptyset(&in.m_child_defaults);
+  for (int sig : k_forwarded) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) {
+      continue;  // inherited ignored (nohup): keep it that way for the job too
+    }
+    sigaddset(&in.m_blocked, sig);
+    sigaddset(&in.m_child_defaults, sig);
+  }
+  sigaddset(&in.m_blocked, SIGCHLD);
+  sigaddset(&in.m_child_defaults, SIGPIPE);
+  if (::sigprocmask(SIG_BLOCK, &in.m_blocked, &in.m_old_mask) != 0) {
+    return util::errno_error("sigprocmask");
+  }
+  in.m_active = true;
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ign, &in.m_old_pipe);
+  in.m_fd.reset(::signalfd(-1, &in.m_blocked, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!in.m_fd.valid()) {
+    return util::errno_error("signalfd");
+  }
+  return in;
+}
+
+SignalIntake::~SignalIntake() {
+  if (m_active) {
+    m_fd.reset();
+    ::sigaction(SIGPIPE, &m_old_pipe, nullptr);
+    ::sigprocmask(SIG_SETMASK, &m_old_mask, nullptr);
+  }
+}
+
+bool SignalIntake::handles(int sig) const { return sigismember(&m_blocked, sig) == 1; }
+
+bool should_forward(const signalfd_siginfo& info, JobControl mode) {
+  if (info.ssi_signo == SIGCHLD) {
+    return false;
+  }
+  if (mode == JobControl::shared_group && info.ssi_code == SI_KERNEL) {
+    return false;  // Ctrl-C, Ctrl-\, hangup: the terminal signalled the job too
+  }
+  if (static_cast<pid_t>(info.ssi_pid) == ::getpid()) {
+    return false;
+  }
+  if (info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE) {
+    std::ifstream comm("/proc/" + std::to_string(info.ssi_pid) + "/comm");
+    std::string name;
+    if (comm && std::getline(comm, name) && name.rfind("slurmstepd", 0) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace supervise

@@ -1,0 +1,59 @@
+// supervise/signals.hpp: the signals the wrapper takes over while it supervises a job.
+//
+// The wrapper blocks them and reads them from a signalfd in its poll loop, so no
+// handler runs asynchronously and each delivery comes with its sender (si_code,
+// si_pid), which decides whether the job already got the same signal (see
+// should_forward). Signals that were ignored when gpualert started (nohup's SIGHUP)
+// are left alone: the job inherits them ignored, as it would without the wrapper.
+#pragma once
+
+#include <csignal>
+#include <sys/signalfd.h>
+#include <vector>
+
+#include "util/fd.hpp"
+#include "util/result.hpp"
+
+namespace supervise {
+
+// Signals forwarded to the job: the ones people, shells and schedulers send.
+inline constexpr int k_forwarded[] = {SIGINT, SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1,
+                                      SIGUSR2, SIGALRM, SIGXCPU, SIGPWR,  SIGCONT};
+
+// Blocks the forwarded signals (those not ignored at start) and SIGCHLD; restores
+// the previous mask on destruction. SIGPIPE is ignored in the wrapper (a closed
+// terminal must not kill the supervisor) and restored too.
+class SignalIntake {
+public:
+  static util::Result<SignalIntake> open();
+  SignalIntake(SignalIntake&&) = default;
+  ~SignalIntake();
+
+  int fd() const { return m_fd.get(); }
+  // Signals whose disposition the child must get back to default (SETSIGDEF).
+  const sigset_t& child_defaults() const { return m_child_defaults; }
+  const sigset_t& previous_mask() const { return m_old_mask; }
+  bool handles(int sig) const;
+
+private:
+  SignalIntake() = default;
+  util::UniqueFd m_fd;
+  sigset_t m_blocked{};
+  sigset_t m_old_mask{};
+  sigset_t m_child_defaults{};
+  struct sigaction m_old_pipe {};
+  bool m_active = false;
+};
+
+enum class JobControl {
+  shared_group,  // interactive: the job stays in the terminal's foreground group with us
+  own_group,     // batch: the job has its own process group, we forward to all of it
+};
+
+// Whether a signal we received should be sent on to the job, so that it gets it
+// exactly once: not when the terminal already sent it to the whole foreground group
+// (shared_group and SI_KERNEL), not when we sent it ourselves, and not when the
+// sender is Slurm's step daemon, which signals every process of the step itself.
+bool should_forward(const signalfd_siginfo& info, JobControl mode);
+
+}  // namespace supervise

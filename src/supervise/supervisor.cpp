@@ -1,0 +1,181 @@
+#include "supervise/supervisor.hpp"
+
+#include <cerrno>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/assert.hpp"
+#include "util/text.hpp"
+
+namespace supervise {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Loop {
+public:
+  Loop(pid_t child, const SignalIntake& signals, capture::Tee& tee, const SuperviseOptions& o)
+      : m_child(child), m_signals(signals), m_tee(tee), m_opt(o), m_start(Clock::now()) {
+    if (o.timeout) {
+      m_term_at = m_start + *o.timeout;
+    }
+  }
+
+  SuperviseResult run() {
+    while (!m_status) {
+      poll_once(next_timeout_ms());
+      check_deadlines();
+    }
+    drain();
+    return SuperviseResult{*m_status, m_timed_out, m_events};
+  }
+
+private:
+  void signal_job(int sig) {
+    // own_group: the whole job tree (DataLoader workers, launcher ranks);
+    // shared_group: our group holds other processes of the user's pipeline too,
+    // so only the child itself.
+    if (m_opt.mode == JobControl::own_group) {
+      if (::kill(-m_child, sig) == 0) {
+        return;
+      }
+    }
+    ::kill(m_child, sig);
+  }
+
+  int next_timeout_ms() const {
+    auto now = Clock::now();
+    std::optional<Clock::time_point> next;
+    if (m_term_at && !m_term_sent) {
+      next = *m_term_at;
+    } else if (m_kill_at && !m_kill_sent) {
+      next = *m_kill_at;
+    }
+    if (!next) {
+      return -1;
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count();
+    return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms + 1, 1 << 30));
+  }
+
+  void check_deadlines() {
+    auto now = Clock::now();
+    if (m_term_at && !m_term_sent && now >= *m_term_at && !m_status) {
+      m_term_sent = true;
+      m_timed_out = true;
+      signal_job(SIGTERM);
+      m_kill_at = now + m_opt.kill_after;
+      m_events.push_back("time limit: --timeout " + util::human_duration(to_s(*m_opt.timeout)) +
+                         " expired, sent SIGTERM to the job");
+    }
+    if (m_kill_at && !m_kill_sent && now >= *m_kill_at && !m_status) {
+      m_kill_sent = true;
+      signal_job(SIGKILL);
+      m_events.push_back("time limit: still running " +
+                         util::human_duration(to_s(m_opt.kill_after)) +
+                         " after SIGTERM, sent SIGKILL");
+    }
+  }
+
+  static double to_s(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000; }
+
+  void poll_once(int timeout_ms) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> index;
+    fds.push_back({m_signals.fd(), POLLIN, 0});
+    auto& streams = m_tee.streams();
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (!streams[i].eof) {
+        fds.push_back({streams[i].pipe.get(), POLLIN, 0});
+        index.push_back(i);
+      }
+    }
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0) {
+      GPUALERT_ASSERT(errno == EINTR);
+      return;
+    }
+    for (size_t k = 1; k < fds.size(); ++k) {
+      if (fds[k].revents != 0) {
+        m_tee.copy_once(index[k - 1]);
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      read_signals();
+    }
+  }
+
+  void read_signals() {
+    signalfd_siginfo info{};
+    while (util::read_retry(m_signals.fd(), &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo == SIGCHLD) {
+        reap();
+        continue;
+      }
+      if (!m_status && should_forward(info, m_opt.mode)) {
+        signal_job(static_cast<int>(info.ssi_signo));
+      }
+    }
+  }
+
+  void reap() {
+    int status = 0;
+    for (;;) {
+      pid_t r = ::waitpid(m_child, &status, WNOHANG);
+      if (r < 0 && errno == EINTR) {
+        continue;
+      }
+      if (r == m_child) {
+        m_status = ExitStatus::from_wait_status(status);
+      }
+      return;
+    }
+  }
+
+  // After the child exited: take what is still in the pipes, but don't wait for
+  // grandchildren that inherited them and keep running.
+  void drain() {
+    auto hard_end = Clock::now() + m_opt.drain_max;
+    while (!m_tee.all_eof() && Clock::now() < hard_end) {
+      std::vector<pollfd> fds;
+      std::vector<size_t> index;
+      auto& streams = m_tee.streams();
+      for (size_t i = 0; i < streams.size(); ++i) {
+        if (!streams[i].eof) {
+          fds.push_back({streams[i].pipe.get(), POLLIN, 0});
+          index.push_back(i);
+        }
+      }
+      int n = ::poll(fds.data(), fds.size(), static_cast<int>(m_opt.drain_idle.count()));
+      if (n == 0) {
+        break;  // quiet: whatever holds the pipe is not the job any more
+      }
+      for (size_t k = 0; k < fds.size(); ++k) {
+        if (fds[k].revents != 0) {
+          m_tee.copy_once(index[k]);
+        }
+      }
+    }
+  }
+
+  pid_t m_child;
+  const SignalIntake& m_signals;
+  capture::Tee& m_tee;
+  const SuperviseOptions& m_opt;
+  Clock::time_point m_start;
+  std::optional<Clock::time_point> m_term_at, m_kill_at;
+  bool m_term_sent = false, m_kill_sent = false, m_timed_out = false;
+  std::optional<ExitStatus> m_status;
+  std::vector<std::string> m_events;
+};
+
+}  // namespace
+
+SuperviseResult supervise(pid_t child, const SignalIntake& signals, capture::Tee& tee,
+                          const SuperviseOptions& options) {
+  return Loop(child, signals, tee, options).run();
+}
+
+}  // namespace supervise

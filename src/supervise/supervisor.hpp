@@ -1,0 +1,40 @@
+// supervise/supervisor.hpp: the wait loop of `run`, from spawn to the job's end.
+//
+// One ppoll-free loop over the output pipes and the signalfd (signals stay
+// blocked the whole time, so no handler races with it): copies output through
+// the Tee, reaps the child on SIGCHLD, forwards signals exactly once, and
+// enforces --timeout (SIGTERM, then SIGKILL after --kill-after). The job ends
+// when the child exits, not at pipe EOF: grandchildren that keep the pipes open
+// get a short drain deadline, then are left behind.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "capture/tee.hpp"
+#include "supervise/exit_status.hpp"
+#include "supervise/signals.hpp"
+
+namespace supervise {
+
+struct SuperviseOptions {
+  JobControl mode = JobControl::own_group;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_after{30000};
+  std::chrono::milliseconds drain_idle{300};   // after exit: stop when pipes are quiet this long
+  std::chrono::milliseconds drain_max{3000};   // ... or after this long in any case
+};
+
+struct SuperviseResult {
+  ExitStatus status;
+  bool wrapper_timeout = false;
+  std::vector<std::string> events;  // "sent SIGTERM after --timeout 90s", for the log footer
+};
+
+SuperviseResult supervise(pid_t child, const SignalIntake& signals, capture::Tee& tee,
+                          const SuperviseOptions& options);
+
+}  // namespace supervise

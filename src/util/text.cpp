@@ -1,0 +1,290 @@
+#include <cctype>
+#include "util/text.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace util {
+
+std::string shell_quote(std::string_view word) {
+  if (word.empty()) {
+    return "''";
+  }
+  bool plain = true;
+  bool control = false;
+  for (unsigned char c : word) {
+    if (c < 0x20 || c == 0x7f) {
+      control = true;
+    }
+    if (!(std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '=' ||
+          c == ':' || c == ',' || c == '+' || c == '@' || c == '%' || c >= 0x80)) {
+      plain = false;
+    }
+  }
+  if (plain) {
+    return std::string(word);
+  }
+  if (!control) {
+    std::string out = "'";
+    for (char c : word) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    return out + "'";
+  }
+  std::string out = "$'";
+  for (unsigned char c : word) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\'': out += "\\'"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "'";
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += shell_quote(a);
+  }
+  return out;
+}
+
+Result<std::chrono::milliseconds> parse_duration(std::string_view text, bool allow_zero) {
+  std::string bad = "invalid duration '" + std::string(text) +
+                    "' (expected e.g. 90s, 30m, 2h, 1h30m, 1.5h, 500ms)";
+  if (text.empty()) {
+    return Error{bad};
+  }
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+      ++i;
+    }
+    if (i == start) {
+      return Error{bad};
+    }
+    std::string num(text.substr(start, i - start));
+    char* end = nullptr;
+    double value = std::strtod(num.c_str(), &end);
+    if (end == num.c_str() || *end != '\0') {
+      return Error{bad};
+    }
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) {
+      ++i;
+    }
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    double scale = 0;
+    if (unit.empty() || unit == "s") {
+      scale = 1000;
+      if (unit.empty() && i != text.size()) {
+        return Error{bad};
+      }
+    } else if (unit == "ms") {
+      scale = 1;
+    } else if (unit == "m" || unit == "min") {
+      scale = 60e3;
+    } else if (unit == "h") {
+      scale = 3600e3;
+    } else if (unit == "d") {
+      scale = 86400e3;
+    } else {
+      return Error{bad};
+    }
+    total_ms += value * scale;
+  }
+  if (!std::isfinite(total_ms) || total_ms > 1e15 || (total_ms <= 0 && !allow_zero)) {
+    return Error{bad};
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+Result<uint64_t> parse_size(std::string_view text) {
+  std::string bad = "invalid size '" + std::string(text) + "' (expected e.g. 10MiB, 512k, 2G)";
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) {
+    return Error{bad};
+  }
+  std::string num(text.substr(0, i));
+  char* end = nullptr;
+  double value = std::strtod(num.c_str(), &end);
+  if (*end != '\0') {
+    return Error{bad};
+  }
+  std::string unit;
+  for (char c : text.substr(i)) {
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  double scale = 0;
+  if (unit.empty() || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mib") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gib") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "kb") {
+    scale = 1e3;
+  } else if (unit == "mb") {
+    scale = 1e6;
+  } else if (unit == "gb") {
+    scale = 1e9;
+  } else {
+    return Error{bad};
+  }
+  double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes > 1e18) {
+    return Error{bad};
+  }
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string human_duration(double seconds) {
+  if (seconds < 0) {
+    seconds = 0;
+  }
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  char buf[64];
+  if (s < 60) {
+    if (seconds < 10) {
+      std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+    } else {
+      std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+    }
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>((s % 3600) / 60));
+  }
+  return buf;
+}
+
+std::string human_size(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  }
+  return buf;
+}
+
+std::string iso8601_local(std::time_t t) {
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
+  std::string s(buf);
+  // %z gives +0100; ISO 8601 extended form wants +01:00.
+  if (s.size() >= 5) {
+    s.insert(s.size() - 2, ":");
+  }
+  return s;
+}
+
+std::string compact_local(std::time_t t) {
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string printable_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      // Keep well-formed UTF-8 sequences, replace anything else.
+      size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+      bool good = len != 0 && i + len <= text.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
+      for (size_t k = 1; good && k < len; ++k) {
+        good = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+      }
+      if (good) {
+        out.append(text.substr(i, len));
+        i += len - 1;
+      } else {
+        out += "\xEF\xBF\xBD";
+      }
+    }
+  }
+  return out;
+}
+
+std::string safe_file_component(std::string_view text, size_t max_len) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (out.size() >= max_len) {
+      break;
+    }
+    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? static_cast<char>(c) : '_';
+  }
+  while (!out.empty() && out.front() == '.') {
+    out.front() = '_';
+  }
+  return out.empty() ? std::string("job") : out;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) {
+    return "unknown-host";
+  }
+  return buf;
+}
+
+std::string username() {
+  if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
+    return pw->pw_name;
+  }
+  if (const char* u = std::getenv("USER"); u != nullptr) {
+    return u;
+  }
+  return "uid" + std::to_string(::geteuid());
+}
+
+}  // namespace util

@@ -1,0 +1,42 @@
+// util/text.hpp: string helpers that know nothing about gpualert.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace util {
+
+// Quotes one word for a POSIX shell so that pasting it back gives the same word.
+// Control characters (CR, LF, ESC...) use $'...' so the result is always one line.
+std::string shell_quote(std::string_view word);
+std::string shell_join(const std::vector<std::string>& argv);
+
+// "90s", "2h", "1h30m", "1.5h", "500ms", a bare number is seconds. Must be > 0
+// unless allow_zero. Errors name the offending text.
+Result<std::chrono::milliseconds> parse_duration(std::string_view text, bool allow_zero = false);
+// "10MiB", "512k", "1G", "1000" (bytes). K/M/G are binary (KiB, MiB, GiB), KB/MB/GB decimal.
+Result<uint64_t> parse_size(std::string_view text);
+// "2h13m", "45s", "3m05s": compact human duration.
+std::string human_duration(double seconds);
+std::string human_size(uint64_t bytes);
+
+// Local time as ISO 8601 with offset, e.g. 2026-11-29T18:40:00+01:00.
+std::string iso8601_local(std::time_t t);
+// YYYYmmdd-HHMMSS in local time.
+std::string compact_local(std::time_t t);
+
+// Replaces control characters (and invalid UTF-8 bytes) so the text is one printable line.
+std::string printable_line(std::string_view text);
+// Keeps [A-Za-z0-9._-], maps everything else to '_', at most max_len bytes, never empty.
+std::string safe_file_component(std::string_view text, size_t max_len = 64);
+
+std::string hostname();
+std::string username();
+
+}  // namespace util
