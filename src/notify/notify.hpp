@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "notify/config.hpp"
+#include "report/run_report.hpp"
 
 namespace notify {
 
@@ -32,5 +33,13 @@ struct RunNotice {
 };
 
 Outcome notify_run(const RunNotice& notice, const Config& config);
+
+// Whether Config::notify_when (always | failure | never) asks for a message about this run.
+bool should_notify(const Config& config, const report::RunReport& run);
+
+// Fire-and-forget: tries to deliver what is pending in the outbox, in a detached
+// process (stdio on /dev/null, its own deadline). Returns at once; `run` calls it
+// right after its child started, so it never delays the job.
+void flush_outbox_in_background(const Config& config);
 
 }  // namespace notify
