@@ -45,9 +45,14 @@ p.add_argument("--benign-noise", action="store_true", help="print warnings that 
 p.add_argument("--fp16-sim", action="store_true", help="simulate dynamic loss scaling messages")
 p.add_argument("--handle-signals", action="store_true", help="install SIGTERM handler that checkpoints")
 p.add_argument("--seed", type=int, default=0)
+p.add_argument("--sharing", default=None, choices=["file_descriptor", "file_system"])
+p.add_argument("--pin-memory", action="store_true")
+p.add_argument("--prefetch", type=int, default=2)
 args = p.parse_args()
 
 torch.manual_seed(args.seed)
+if args.sharing:
+    torch.multiprocessing.set_sharing_strategy(args.sharing)
 if args.benign_noise:
     warnings.simplefilter("default")
 
@@ -102,7 +107,8 @@ else:
     ds = Synthetic(args.steps * args.batch_size * args.epochs + 64, dim, args.sample_mb, args.worker_leak_mb)
 
 loader = DataLoader(ds, batch_size=args.batch_size, shuffle=False, num_workers=args.workers,
-                    drop_last=True)
+                    drop_last=True, pin_memory=args.pin_memory,
+                    **({"prefetch_factor": args.prefetch} if args.workers else {}))
 
 model = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
                       nn.Linear(hidden, 1))
