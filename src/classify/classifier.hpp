@@ -12,6 +12,7 @@
 // - finish() then verdict(exit, host) decides the label in rule order.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@
 namespace classify {
 
 struct Rule;  // defined in classify/rules.hpp
+class CompiledRules;
 
 class RuleSet {
 public:
@@ -39,11 +41,18 @@ public:
   util::Status merge(const RuleSet& other);
 
   const std::vector<Rule>& rules() const;
+  // Extraction regexes applied to the deciding evidence of every rule.
+  const std::vector<std::string>& global_extract() const;
+  // "FILE:LINE: ..." for each condition that names a rule id absent from the set
+  // (checked after merging, since a site file may refer to the default markers).
+  std::vector<std::string> check_references() const;
+
+  struct Impl;
 
 private:
-  struct Impl;
   std::unique_ptr<Impl> m_impl;
   friend class Scanner;
+  friend util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
 };
 
 class Scanner {
@@ -54,6 +63,14 @@ public:
   void finish();
   Verdict verdict(const ExitInfo& exit, const HostEvidence& host) const;
   uint64_t lines_seen() const;
+  // Lines of the log that matched each label's patterns, ignoring order, exclusions and
+  // conditions (plus kernel lines): the keyword baseline of `gpualert eval`.
+  std::map<std::string, uint64_t> keyword_counts(const HostEvidence& host) const;
+  // Ids of the rules and markers that have evidence in the log so far (conditions not
+  // applied): lets tests and `rules` tooling ask which rules a line feeds.
+  std::vector<std::string> evidence_rules() const;
+  // The wrapper's own header/footer lines ("#gpualert# ..."), first few only.
+  const std::vector<std::string>& wrapper_lines() const;
 
 private:
   struct Impl;

@@ -1,0 +1,74 @@
+// classify/compiled_rules.hpp: a rule table turned into matchers.
+//
+// One Hyperscan database holds every pattern of every rule and marker (positive
+// and exclusion patterns alike), so each line is scanned once whatever the
+// number of rules; the pattern id maps back to its rule. RE2 is used only on the
+// few lines that matched, to extract fields. Both engines run in time linear in
+// the input, which matters because logs are untrusted text.
+//
+// A CompiledRules is immutable once built and shared by every Scanner of a
+// RuleSet; each Scanner allocates its own Hyperscan scratch.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <re2/re2.h>
+
+#include "classify/rules.hpp"
+#include "util/result.hpp"
+
+struct hs_database;
+struct hs_scratch;
+
+namespace classify {
+
+struct PatternRef {
+  uint32_t rule = 0;     // index into rules
+  bool exclude = false;  // an exclusion pattern of that rule
+};
+
+class CompiledRules {
+public:
+  ~CompiledRules();
+  // Compiles all patterns; the error names the rule's origin and the pattern.
+  static util::Result<std::shared_ptr<const CompiledRules>> build(
+      const std::vector<Rule>& rules, const std::vector<std::string>& global_extract);
+
+  const std::vector<Rule>& rules() const { return m_rules; }
+  const hs_database* database() const { return m_db; }
+  const PatternRef& pattern(unsigned id) const { return m_patterns[id]; }
+  size_t pattern_count() const { return m_patterns.size(); }
+  // Index of a rule or marker by id; -1 when absent.
+  int index_of(const std::string& id) const;
+  const std::vector<std::unique_ptr<RE2>>& extractors(uint32_t rule) const {
+    return m_extract[rule];
+  }
+  const std::vector<std::unique_ptr<RE2>>& global_extractors() const { return m_global; }
+  // Condition references resolved to rule indexes (unknown ids dropped from
+  // `after`/`cleared_by`/`unless`; an unknown id in `needs` can never be met).
+  struct Refs {
+    std::vector<int> needs, unless, after, cleared_by;
+  };
+  const Refs& refs(uint32_t rule) const { return m_refs[rule]; }
+
+private:
+  CompiledRules() = default;
+  std::vector<Rule> m_rules;
+  hs_database* m_db = nullptr;
+  std::vector<PatternRef> m_patterns;
+  std::unordered_map<std::string, int> m_index;
+  std::vector<std::vector<std::unique_ptr<RE2>>> m_extract;
+  std::vector<std::unique_ptr<RE2>> m_global;
+  std::vector<Refs> m_refs;
+};
+
+// Checks one pattern with both engines; empty string when it is usable.
+std::string check_pattern(const std::string& pattern, bool caseless);
+// Checks an extraction regex (RE2, at least one named group).
+std::string check_extractor(const std::string& pattern);
+RE2::Options re2_options(bool caseless);
+
+}  // namespace classify

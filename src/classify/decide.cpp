@@ -1,0 +1,163 @@
+// classify/decide.cpp: from per-rule evidence and the exit status to one label.
+//
+// Among the rules whose evidence and conditions hold, the verdict takes the one
+// of the lowest tier; within a tier the earliest evidence (the first failure in
+// the log is the root cause, what follows is cascade), and on the same line the
+// rule listed first. No rule: exit 0 is success, anything else unknown.
+#include <algorithm>
+#include <tuple>
+
+#include "classify/rule_hits.hpp"
+#include "classify/taxonomy.hpp"
+
+namespace classify {
+
+int effective_signal(const ExitInfo& exit) {
+  if (exit.signal) {
+    return *exit.signal;
+  }
+  if (exit.exit_code && *exit.exit_code > 128 && *exit.exit_code <= 128 + 64) {
+    return *exit.exit_code - 128;
+  }
+  return 0;
+}
+
+namespace {
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+bool matched(const std::vector<RuleHits>& hits, int index) {
+  return index >= 0 && hits[static_cast<size_t>(index)].count > 0;
+}
+
+std::string exit_text(const ExitInfo& exit) {
+  if (exit.signal) {
+    char buf[16];
+    return "killed by " + std::string(signal_name(*exit.signal, buf));
+  }
+  if (exit.exit_code) {
+    return "exit status " + std::to_string(*exit.exit_code);
+  }
+  return "exit status not known";
+}
+
+// Evidence for a rule that decided on facts rather than log lines.
+std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
+                                        const HostEvidence& host) {
+  std::vector<EvidenceLine> out;
+  if (rule.wrapper_timeout) {
+    out.push_back({0, "gpualert --timeout expired and stopped the job", "wrapper"});
+  }
+  if (rule.cgroup_oom && host.cgroup_oom_kills) {
+    out.push_back({0,
+                   "memory cgroup of the job: " + std::to_string(*host.cgroup_oom_kills) +
+                       " oom_kill event(s) during the run",
+                   "cgroup"});
+  }
+  out.push_back({0, exit_text(exit), "exit"});
+  return out;
+}
+
+}  // namespace
+
+Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
+               const ExitInfo& exit, const HostEvidence& host) {
+  const auto& rules = compiled.rules();
+  const bool exited_zero = exit.exit_code && *exit.exit_code == 0 && !exit.signal;
+  const int signal = effective_signal(exit);
+  const bool cgroup_oom = host.cgroup_oom_kills && *host.cgroup_oom_kills > 0;
+
+  int best = -1;
+  std::tuple<int, uint64_t, size_t> best_key{0, 0, 0};
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const Rule& rule = rules[i];
+    const RuleHits& h = hits[i];
+    if (rule.is_marker) {
+      continue;
+    }
+    const bool facts_only = rule.patterns.empty();
+    if (!facts_only && h.count == 0) {
+      continue;
+    }
+    if (exited_zero && !rule.on_success) {
+      continue;
+    }
+    if (!rule.signals.empty() && !contains(rule.signals, signal)) {
+      continue;
+    }
+    if (!rule.exit_codes.empty() && !(exit.exit_code && !exit.signal &&
+                                      contains(rule.exit_codes, *exit.exit_code))) {
+      continue;
+    }
+    if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout)) {
+      continue;
+    }
+    const auto& refs = compiled.refs(static_cast<uint32_t>(i));
+    if (!refs.needs.empty() &&
+        std::none_of(refs.needs.begin(), refs.needs.end(),
+                     [&](int r) { return matched(hits, r); })) {
+      continue;
+    }
+    if (std::any_of(refs.unless.begin(), refs.unless.end(),
+                    [&](int r) { return matched(hits, r); })) {
+      continue;
+    }
+    const uint64_t last = facts_only ? position(Origin::end, 0) : h.last;
+    if (!std::all_of(refs.after.begin(), refs.after.end(), [&](int r) {
+          return matched(hits, r) && hits[static_cast<size_t>(r)].first < last;
+        })) {
+      continue;
+    }
+    if (std::any_of(refs.cleared_by.begin(), refs.cleared_by.end(), [&](int r) {
+          return matched(hits, r) && hits[static_cast<size_t>(r)].last > last;
+        })) {
+      continue;
+    }
+    const uint64_t pos = facts_only ? position(Origin::end, 0) : h.first;
+    std::tuple<int, uint64_t, size_t> key{static_cast<int>(rule.tier), pos, i};
+    if (best < 0 || key < best_key) {
+      best = static_cast<int>(i);
+      best_key = key;
+    }
+  }
+
+  Verdict v;
+  if (best < 0) {
+    v.label = exited_zero ? "success" : "unknown";
+    v.rule = exited_zero ? "success" : "exit-status";
+    const LabelInfo* info = find_label(v.label);
+    v.group = std::string(info->group);
+    v.action = std::string(info->action);
+    v.evidence.push_back({0, exit_text(exit), "exit"});
+    return v;
+  }
+  const Rule& rule = rules[static_cast<size_t>(best)];
+  const RuleHits& h = hits[static_cast<size_t>(best)];
+  const LabelInfo* info = find_label(rule.label);
+  v.label = rule.label;
+  v.rule = rule.id;
+  v.group = info ? std::string(info->group) : "-";
+  v.action = !rule.action.empty() ? rule.action : info ? std::string(info->action) : "";
+  v.evidence = rule.patterns.empty() ? fact_evidence(rule, exit, host) : h.evidence;
+  v.fields = h.fields;
+  for (const auto& re : compiled.global_extractors()) {
+    for (const auto& e : v.evidence) {
+      const int n = re->NumberOfCapturingGroups();
+      std::vector<re2::StringPiece> groups(static_cast<size_t>(n) + 1);
+      if (!re->Match(e.text, 0, e.text.size(), RE2::UNANCHORED, groups.data(), n + 1)) {
+        continue;
+      }
+      for (const auto& [name, index] : re->NamedCapturingGroups()) {
+        const auto& g = groups[static_cast<size_t>(index)];
+        if (g.data() != nullptr && !g.empty() && !v.fields.count(name)) {
+          v.fields[name] = std::string(g.data(), g.size());
+        }
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace classify

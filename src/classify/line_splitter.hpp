@@ -1,0 +1,101 @@
+// classify/line_splitter.hpp: cuts a byte stream into lines, in bounded memory.
+//
+// Fed arbitrary chunks (a split may fall anywhere, even inside "\r\n" or a UTF-8
+// sequence), it calls back once per segment with the same segments whatever the
+// chunking. '\n' ends a line; '\r' also ends a segment, because progress bars
+// redraw with '\r' and each redraw is a message of its own; the segments of one
+// line share its 1-based line number (the number an editor shows). A segment longer
+// than the cap is passed on cut to its first `cap` bytes and the rest is skipped, so
+// a 2 GB line without a newline costs `cap` bytes of memory. Empty segments are not
+// reported.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace classify {
+
+inline constexpr size_t k_line_cap = 64 * 1024;
+
+class LineSplitter {
+public:
+  explicit LineSplitter(size_t cap = k_line_cap) : m_cap(cap) {}
+
+  // on_segment(std::string_view text, uint64_t line_number)
+  template <typename F>
+  void feed(std::string_view bytes, F&& on_segment) {
+    const char* p = bytes.data();
+    const size_t n = bytes.size();
+    size_t pos = 0;
+    while (pos < n) {
+      const void* nl = std::memchr(p + pos, '\n', n - pos);
+      const size_t line_end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : n;
+      while (true) {
+        const void* cr = std::memchr(p + pos, '\r', line_end - pos);
+        const size_t seg_end = cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : line_end;
+        if (cr || nl) {
+          emit(std::string_view(p + pos, seg_end - pos), on_segment);
+          pos = seg_end + 1;
+          if (!cr) {
+            ++m_line;  // the '\n' itself
+            m_line_open = false;
+            break;
+          }
+          m_line_open = true;
+        } else {
+          append(std::string_view(p + pos, seg_end - pos));
+          pos = seg_end;
+          break;
+        }
+      }
+    }
+  }
+
+  // Reports the last segment when the stream does not end with a line break.
+  template <typename F>
+  void finish(F&& on_segment) {
+    emit(std::string_view(), on_segment);
+    if (m_line_open) {
+      ++m_line;
+      m_line_open = false;
+    }
+  }
+
+  // Lines seen so far; a last line without '\n' counts once finish() ran.
+  uint64_t lines() const { return m_line; }
+
+private:
+  void append(std::string_view part) {
+    if (!part.empty()) {
+      m_line_open = true;
+    }
+    if (m_buf.size() < m_cap) {
+      m_buf.append(part.substr(0, m_cap - m_buf.size()));
+    }
+  }
+
+  // Ends the current segment with `tail` as its last bytes.
+  template <typename F>
+  void emit(std::string_view tail, F& on_segment) {
+    std::string_view seg;
+    if (m_buf.empty()) {
+      seg = tail.substr(0, m_cap);  // common case: no copy
+    } else {
+      append(tail);
+      seg = m_buf;
+    }
+    if (!seg.empty()) {
+      on_segment(seg, m_line + 1);
+    }
+    m_buf.clear();
+  }
+
+  size_t m_cap;
+  std::string m_buf;
+  uint64_t m_line = 0;
+  bool m_line_open = false;  // bytes of an unfinished line were seen
+};
+
+}  // namespace classify

@@ -1,0 +1,29 @@
+// classify/rule_set_impl.hpp: RuleSet's private state, shared with Scanner.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "classify/classifier.hpp"
+#include "classify/compiled_rules.hpp"
+#include "classify/rules.hpp"
+
+namespace classify {
+
+struct RuleSet::Impl {
+  std::vector<Rule> rules;
+  std::vector<std::string> global_extract;
+  // Built on first use and rebuilt after merge(): `rules list` never pays for it.
+  mutable std::mutex mutex;
+  mutable std::shared_ptr<const CompiledRules> compiled;
+
+  util::Result<std::shared_ptr<const CompiledRules>> compile() const;
+};
+
+// The compiled form of a rule set; the error is a compile failure that
+// load_*() already ruled out for tables it accepted.
+util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
+
+}  // namespace classify

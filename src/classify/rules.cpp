@@ -1,0 +1,388 @@
+// classify/rules.cpp: loading, checking and merging rule tables (TOML).
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "classify/default_rules.hpp"
+#include "classify/rule_set_impl.hpp"
+#include "classify/taxonomy.hpp"
+
+namespace classify {
+
+std::string_view tier_name(Tier tier) {
+  switch (tier) {
+    case Tier::decisive: return "decisive";
+    case Tier::cause: return "cause";
+    case Tier::symptom: return "symptom";
+    case Tier::status: return "status";
+    case Tier::fallback: return "fallback";
+  }
+  return "?";
+}
+
+std::optional<Tier> parse_tier(std::string_view name) {
+  for (Tier t : {Tier::decisive, Tier::cause, Tier::symptom, Tier::status, Tier::fallback}) {
+    if (tier_name(t) == name) {
+      return t;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Collects "FILE:LINE: message" errors while one table is read.
+class Loader {
+public:
+  // The embedded table is compiled as a whole when first used and checked pattern by
+  // pattern in the unit tests; only files from users pay for one compile per pattern
+  // (which is what gives them an error naming the rule and line).
+  Loader(std::string name, bool check_each_pattern)
+      : m_name(std::move(name)), m_check_each(check_each_pattern) {}
+
+  void error(const toml::source_region& where, const std::string& message) {
+    m_errors << m_name << ":" << where.begin.line << ": " << message << "\n";
+    m_failed = true;
+  }
+  bool failed() const { return m_failed; }
+  std::string errors() const {
+    std::string s = m_errors.str();
+    if (!s.empty() && s.back() == '\n') {
+      s.pop_back();
+    }
+    return s;
+  }
+  std::string origin(const toml::node& n) const {
+    return m_name + ":" + std::to_string(n.source().begin.line);
+  }
+
+  bool read_strings(const toml::node& node, const std::string& what,
+                    std::vector<std::string>& out) {
+    const toml::array* arr = node.as_array();
+    if (!arr) {
+      if (auto s = node.value<std::string>()) {
+        out.push_back(*s);
+        return true;
+      }
+      error(node.source(), what + ": expected a string or an array of strings");
+      return false;
+    }
+    for (const auto& item : *arr) {
+      auto s = item.value<std::string>();
+      if (!s) {
+        error(item.source(), what + ": expected a string");
+        return false;
+      }
+      out.push_back(*s);
+    }
+    return true;
+  }
+
+  bool read_bool(const toml::node& node, const std::string& what, bool& out) {
+    auto b = node.value<bool>();
+    if (!b) {
+      error(node.source(), what + ": expected true or false");
+      return false;
+    }
+    out = *b;
+    return true;
+  }
+
+  void read_rule(const toml::table& t, bool marker, std::vector<Rule>& out) {
+    Rule rule;
+    rule.is_marker = marker;
+    rule.origin = origin(t);
+    rule.tier = Tier::cause;
+    const char* kind = marker ? "marker" : "rule";
+    for (auto&& [key_node, value] : t) {
+      std::string key(key_node.str());
+      const std::string what = std::string(kind) + " key '" + key + "'";
+      if (key == "id" || key == "label" || key == "tier" || key == "source" || key == "action" ||
+          key == "note") {
+        auto s = value.value<std::string>();
+        if (!s) {
+          error(value.source(), what + ": expected a string");
+          continue;
+        }
+        if (key == "id") {
+          rule.id = *s;
+        } else if (key == "label") {
+          rule.label = *s;
+        } else if (key == "tier") {
+          auto tier = parse_tier(*s);
+          if (!tier) {
+            error(value.source(), "unknown tier '" + *s +
+                                      "' (decisive, cause, symptom, status, fallback)");
+          } else {
+            rule.tier = *tier;
+          }
+        } else if (key == "source") {
+          if (*s == "any") {
+            rule.source = Source::any;
+          } else if (*s == "log") {
+            rule.source = Source::log;
+          } else if (*s == "kernel") {
+            rule.source = Source::kernel;
+          } else {
+            error(value.source(), "unknown source '" + *s + "' (any, log, kernel)");
+          }
+        } else if (key == "action") {
+          rule.action = *s;
+        } else {
+          rule.note = *s;
+        }
+      } else if (key == "patterns") {
+        read_strings(value, what, rule.patterns);
+      } else if (key == "exclude") {
+        read_strings(value, what, rule.exclude);
+      } else if (key == "extract") {
+        read_strings(value, what, rule.extract);
+      } else if (key == "needs") {
+        read_strings(value, what, rule.needs);
+      } else if (key == "unless") {
+        read_strings(value, what, rule.unless);
+      } else if (key == "after") {
+        read_strings(value, what, rule.after);
+      } else if (key == "cleared_by") {
+        read_strings(value, what, rule.cleared_by);
+      } else if (key == "examples") {
+        read_strings(value, what, rule.examples);
+      } else if (key == "not_examples") {
+        read_strings(value, what, rule.not_examples);
+      } else if (key == "caseless") {
+        read_bool(value, what, rule.caseless);
+      } else if (key == "on_success") {
+        read_bool(value, what, rule.on_success);
+      } else if (key == "cgroup_oom") {
+        read_bool(value, what, rule.cgroup_oom);
+      } else if (key == "wrapper_timeout") {
+        read_bool(value, what, rule.wrapper_timeout);
+      } else if (key == "signals" || key == "exit_codes") {
+        const toml::array* arr = value.as_array();
+        if (!arr) {
+          error(value.source(), what + ": expected an array");
+          continue;
+        }
+        for (const auto& item : *arr) {
+          if (auto n = item.value<int64_t>()) {
+            (key == "signals" ? rule.signals : rule.exit_codes).push_back(static_cast<int>(*n));
+          } else if (auto s = item.value<std::string>(); s && key == "signals") {
+            int sig = signal_number(*s);
+            if (sig == 0) {
+              error(item.source(), "unknown signal '" + *s + "'");
+            } else {
+              rule.signals.push_back(sig);
+            }
+          } else {
+            error(item.source(), what + ": expected " +
+                                     (key == "signals" ? "signal names" : "integers"));
+          }
+        }
+      } else {
+        error(key_node.source().begin.line ? key_node.source() : t.source(),
+              "unknown " + what.substr(0, what.find(' ')) + " key '" + key + "'");
+      }
+    }
+    check_rule(t, rule);
+    out.push_back(std::move(rule));
+  }
+
+  void check_rule(const toml::table& t, const Rule& rule) {
+    const auto& where = t.source();
+    if (rule.id.empty()) {
+      error(where, "rule without an id");
+      return;
+    }
+    const std::string name = "rule '" + rule.id + "': ";
+    if (rule.is_marker) {
+      if (!rule.label.empty()) {
+        error(where, name + "a marker has no label");
+      }
+      if (rule.patterns.empty()) {
+        error(where, name + "a marker needs patterns");
+      }
+    } else if (rule.label.empty()) {
+      error(where, name + "missing label");
+    } else if (!find_label(rule.label)) {
+      error(where, name + "unknown label '" + rule.label + "' (see spec/taxonomy.md)");
+    }
+    bool has_condition = !rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
+                         rule.wrapper_timeout;
+    if (rule.patterns.empty() && !has_condition && !rule.is_marker) {
+      error(where, name + "needs patterns or an exit/host condition");
+    }
+    for (const auto& p : rule.patterns) {
+      if (auto e = m_check_each ? check_pattern(p, rule.caseless) : ""; !e.empty()) {
+        error(where, name + e);
+      }
+    }
+    for (const auto& p : rule.exclude) {
+      if (auto e = m_check_each ? check_pattern(p, rule.caseless) : ""; !e.empty()) {
+        error(where, name + "exclude " + e);
+      }
+    }
+    for (const auto& p : rule.extract) {
+      if (auto e = check_extractor(p); !e.empty()) {
+        error(where, name + e);
+      }
+    }
+    if (!rule.examples.empty() && rule.patterns.empty()) {
+      error(where, name + "examples given but no patterns");
+    }
+  }
+
+  util::Result<RuleSet> load(std::string_view text, RuleSet set, RuleSet::Impl& impl) {
+    toml::table root;
+    try {
+      root = toml::parse(text, m_name);
+    } catch (const toml::parse_error& e) {
+      error(e.source(), std::string(e.description()));
+      return util::Error{errors()};
+    }
+    std::set<std::string> ids;
+    for (auto&& [key_node, value] : root) {
+      std::string key(key_node.str());
+      if (key == "version") {
+        if (value.value<int64_t>().value_or(0) != 1) {
+          error(value.source(), "unsupported version (expected 1)");
+        }
+      } else if (key == "extract") {
+        std::vector<std::string> extract;
+        if (read_strings(value, "extract", extract)) {
+          for (const auto& e : extract) {
+            if (auto err = check_extractor(e); !err.empty()) {
+              error(value.source(), err);
+            }
+          }
+          impl.global_extract.insert(impl.global_extract.end(), extract.begin(), extract.end());
+        }
+      } else if (key == "rule" || key == "marker") {
+        const toml::array* arr = value.as_array();
+        if (!arr || !arr->is_array_of_tables()) {
+          error(value.source(), "'" + key + "' must be an array of tables ([[" + key + "]])");
+          continue;
+        }
+        for (const auto& item : *arr) {
+          size_t before = impl.rules.size();
+          read_rule(*item.as_table(), key == "marker", impl.rules);
+          if (impl.rules.size() > before && !impl.rules.back().id.empty() &&
+              !ids.insert(impl.rules.back().id).second) {
+            error(item.source(), "duplicate id '" + impl.rules.back().id + "'");
+          }
+        }
+      } else {
+        error(value.source(), "unknown top-level key '" + key + "'");
+      }
+    }
+    if (failed()) {
+      return util::Error{errors()};
+    }
+    return set;
+  }
+
+private:
+  std::string m_name;
+  bool m_check_each = true;
+  std::ostringstream m_errors;
+  bool m_failed = false;
+};
+
+}  // namespace
+
+util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!compiled) {
+    auto built = CompiledRules::build(rules, global_extract);
+    if (!built) {
+      return built;
+    }
+    compiled = *built;
+  }
+  return compiled;
+}
+
+util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set) {
+  return set.m_impl->compile();
+}
+
+RuleSet::RuleSet() : m_impl(std::make_unique<Impl>()) {}
+RuleSet::~RuleSet() = default;
+RuleSet::RuleSet(RuleSet&&) noexcept = default;
+RuleSet& RuleSet::operator=(RuleSet&&) noexcept = default;
+
+const std::vector<Rule>& RuleSet::rules() const { return m_impl->rules; }
+const std::vector<std::string>& RuleSet::global_extract() const {
+  return m_impl->global_extract;
+}
+
+util::Result<RuleSet> RuleSet::load_string(std::string_view text, const std::string& name) {
+  RuleSet set;
+  Impl& impl = *set.m_impl;
+  Loader loader(name, true);
+  return loader.load(text, std::move(set), impl);
+}
+
+util::Result<RuleSet> RuleSet::load_default() {
+  RuleSet set;
+  Impl& impl = *set.m_impl;
+  Loader loader("default_rules.toml", false);
+  return loader.load(default_rules_toml(), std::move(set), impl);
+}
+
+util::Result<RuleSet> RuleSet::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return util::errno_error("open " + path);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return util::errno_error("read " + path);
+  }
+  return load_string(text.str(), path);
+}
+
+util::Status RuleSet::merge(const RuleSet& other) {
+  for (const Rule& rule : other.m_impl->rules) {
+    bool replaced = false;
+    for (Rule& mine : m_impl->rules) {
+      if (mine.id == rule.id) {
+        mine = rule;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) {
+      m_impl->rules.push_back(rule);
+    }
+  }
+  m_impl->global_extract.insert(m_impl->global_extract.end(),
+                                other.m_impl->global_extract.begin(),
+                                other.m_impl->global_extract.end());
+  std::lock_guard<std::mutex> lock(m_impl->mutex);
+  m_impl->compiled.reset();
+  return util::ok_status();
+}
+
+std::vector<std::string> RuleSet::check_references() const {
+  std::set<std::string> ids;
+  for (const Rule& r : m_impl->rules) {
+    ids.insert(r.id);
+  }
+  std::vector<std::string> errors;
+  for (const Rule& r : m_impl->rules) {
+    for (const auto* list : {&r.needs, &r.unless, &r.after, &r.cleared_by}) {
+      for (const auto& ref : *list) {
+        if (!ids.count(ref)) {
+          errors.push_back(r.origin + ": rule '" + r.id + "': refers to unknown rule '" + ref +
+                           "'");
+        }
+      }
+    }
+  }
+  return errors;
+}
+
+}  // namespace classify

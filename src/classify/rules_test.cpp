@@ -1,0 +1,192 @@
+// The rule table itself: ids, labels, patterns, examples (style guide rule 8).
+#include <algorithm>
+#include <set>
+
+#include "classify/compiled_rules.hpp"
+#include "classify/taxonomy.hpp"
+#include "classify/test_support.hpp"
+#include "classify/text.hpp"
+
+namespace classify {
+namespace {
+
+using testing::default_rules;
+
+bool line_feeds_rule(const RuleSet& rules, const std::string& line, const std::string& id) {
+  Scanner scanner(rules);
+  scanner.feed(line);
+  scanner.finish();
+  auto ids = scanner.evidence_rules();
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+TEST(RuleTable, DefaultLoads) {
+  auto rules = RuleSet::load_default();
+  ASSERT_TRUE(rules.ok()) << rules.error();
+  EXPECT_GT(rules->rules().size(), 30u);
+  EXPECT_TRUE(rules->check_references().empty());
+}
+
+TEST(RuleTable, IdsAreUniqueAndLabelsKnown) {
+  std::set<std::string> ids;
+  for (const Rule& rule : default_rules().rules()) {
+    EXPECT_TRUE(ids.insert(rule.id).second) << "duplicate id " << rule.id;
+    if (rule.is_marker) {
+      EXPECT_TRUE(rule.label.empty()) << rule.id;
+    } else {
+      EXPECT_NE(find_label(rule.label), nullptr) << rule.id << ": " << rule.label;
+    }
+  }
+}
+
+TEST(RuleTable, EveryFailureLabelHasARule) {
+  std::set<std::string> covered;
+  for (const Rule& rule : default_rules().rules()) {
+    covered.insert(rule.label);
+  }
+  for (const auto& info : labels()) {
+    if (info.label == "success") {
+      continue;  // the absence of evidence
+    }
+    EXPECT_TRUE(covered.count(std::string(info.label))) << info.label;
+  }
+}
+
+TEST(RuleTable, PatternsCompileInBothEngines) {
+  for (const Rule& rule : default_rules().rules()) {
+    for (const auto& p : rule.patterns) {
+      EXPECT_EQ(check_pattern(p, rule.caseless), "") << rule.id;
+    }
+    for (const auto& p : rule.exclude) {
+      EXPECT_EQ(check_pattern(p, rule.caseless), "") << rule.id;
+    }
+    for (const auto& e : rule.extract) {
+      EXPECT_EQ(check_extractor(e), "") << rule.id;
+    }
+  }
+  auto compiled = compiled_rules(default_rules());
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+}
+
+TEST(RuleTable, EveryPatternRuleHasExamplesThatMatch) {
+  for (const Rule& rule : default_rules().rules()) {
+    if (rule.patterns.empty()) {
+      continue;
+    }
+    EXPECT_FALSE(rule.examples.empty()) << rule.id << " has no examples";
+    for (const auto& example : rule.examples) {
+      EXPECT_TRUE(line_feeds_rule(default_rules(), example, rule.id))
+          << rule.id << " does not match its example: " << example;
+      // RE2 must agree with Hyperscan (fields and the grep export rely on it).
+      std::string scratch;
+      auto text = strip_prefixes(strip_ansi(example, scratch)).text;
+      bool re2_match = std::any_of(rule.patterns.begin(), rule.patterns.end(), [&](auto& p) {
+        RE2 re(p, re2_options(rule.caseless));
+        return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re);
+      });
+      EXPECT_TRUE(re2_match) << rule.id << " (RE2) does not match: " << example;
+    }
+    for (const auto& counter : rule.not_examples) {
+      EXPECT_FALSE(line_feeds_rule(default_rules(), counter, rule.id))
+          << rule.id << " wrongly matches: " << counter;
+    }
+  }
+}
+
+TEST(RuleTable, ConditionOnlyRulesHaveConditions) {
+  for (const Rule& rule : default_rules().rules()) {
+    if (rule.patterns.empty() && !rule.is_marker) {
+      EXPECT_TRUE(!rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
+                  rule.wrapper_timeout)
+          << rule.id;
+    }
+  }
+}
+
+// ---- loading user files
+
+TEST(RuleLoading, ErrorsCarryFileAndLine) {
+  auto r = RuleSet::load_string(
+      "version = 1\n"
+      "[[rule]]\n"
+      "id = \"a\"\n"
+      "label = \"not_a_label\"\n"
+      "patterns = ['x']\n",
+      "site.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("site.toml:2: rule 'a': unknown label 'not_a_label'"),
+            std::string::npos)
+      << r.error();
+}
+
+TEST(RuleLoading, BadRegexIsReported) {
+  auto r = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"cuda_oom\"\npatterns = ['(unclosed']\n", "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("f.toml:1: rule 'a': pattern '(unclosed'"), std::string::npos)
+      << r.error();
+}
+
+TEST(RuleLoading, BackReferencesAreRejected) {
+  auto r = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"cuda_oom\"\npatterns = ['(a)\\1']\n", "f.toml");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(RuleLoading, SyntaxErrorHasLine) {
+  auto r = RuleSet::load_string("version = 1\n\n[[rule]\n", "broken.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().rfind("broken.toml:3: ", 0), 0u) << r.error();
+}
+
+TEST(RuleLoading, UnknownKeyAndDuplicateId) {
+  auto r = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"cuda_oom\"\npatterns = ['x']\npaterns = ['y']\n"
+      "[[rule]]\nid = \"a\"\nlabel = \"cuda_oom\"\npatterns = ['z']\n",
+      "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("unknown rule key 'paterns'"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("f.toml:6: duplicate id 'a'"), std::string::npos) << r.error();
+}
+
+TEST(RuleLoading, MergeOverridesInPlaceAndAppends) {
+  auto site = RuleSet::load_string(
+      "[[rule]]\nid = \"cuda-oom\"\nlabel = \"cuda_oom\"\npatterns = ['SITE OOM']\n"
+      "action = 'ask the site team'\n"
+      "[[rule]]\nid = \"site-quota\"\nlabel = \"disk_full\"\npatterns = ['over quota on /project']\n",
+      "site.toml");
+  ASSERT_TRUE(site.ok()) << site.error();
+  auto rules = RuleSet::load_default();
+  ASSERT_TRUE(rules.ok());
+  size_t before = rules->rules().size();
+  size_t oom_index = 0;
+  for (; oom_index < before; ++oom_index) {
+    if (rules->rules()[oom_index].id == "cuda-oom") {
+      break;
+    }
+  }
+  ASSERT_TRUE(rules->merge(*site).ok());
+  ASSERT_EQ(rules->rules().size(), before + 1);
+  EXPECT_EQ(rules->rules()[oom_index].patterns, std::vector<std::string>{"SITE OOM"});
+  EXPECT_EQ(rules->rules().back().id, "site-quota");
+
+  auto v = testing::classify_text("x\nSITE OOM on gpu 3\n", testing::exit_code(1), {}, *rules);
+  EXPECT_EQ(v.label, "cuda_oom");
+  EXPECT_EQ(v.action, "ask the site team");
+  v = testing::classify_text("user over quota on /project\n", testing::exit_code(1), {}, *rules);
+  EXPECT_EQ(v.label, "disk_full");
+}
+
+TEST(RuleLoading, UnknownReferenceIsFoundAfterMerge) {
+  auto site = RuleSet::load_string(
+      "[[rule]]\nid = \"x\"\nlabel = \"cuda_oom\"\npatterns = ['x']\nneeds = ['nope']\n",
+      "site.toml");
+  ASSERT_TRUE(site.ok()) << site.error();
+  auto errors = site->check_references();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("site.toml:1: rule 'x': refers to unknown rule 'nope'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace classify

@@ -1,0 +1,345 @@
+// Whole-log behaviour: ordering, look-alikes, exit-status rules, streaming.
+#include <csignal>
+
+#include "classify/test_support.hpp"
+
+namespace classify {
+namespace {
+
+using testing::classify_text;
+using testing::exit_code;
+using testing::killed_by;
+
+const char k_training[] =
+    "#gpualert# command: python train.py --name oom-test\n"
+    "Epoch 1 step 10 | loss 2.3456\n"
+    "Epoch 1 step 20 | loss 2.1234\n";
+
+TEST(Ordering, OomOnOneRankThenTimeoutsEverywhere) {
+  std::string log = k_training;
+  log +=
+      "[rank3]: Traceback (most recent call last):\n"
+      "[rank3]:   File \"train.py\", line 80, in <module>\n"
+      "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 "
+      "has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n";
+  for (int r : {0, 1, 2, 4, 5, 6, 7}) {
+    log += "[rank" + std::to_string(r) +
+           "]:[E1218 20:57:21.426415540 ProcessGroupNCCL.cpp:629] [Rank " + std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, "
+           "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800017 milliseconds before timing "
+           "out.\n";
+  }
+  log += "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n";
+  auto v = classify_text(log, killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "cuda_oom");
+  EXPECT_EQ(v.rule, "cuda-oom");
+  EXPECT_EQ(v.group, "gpu software");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].line, 6u);
+  EXPECT_EQ(v.fields["requested"], "2.00 GiB");
+  EXPECT_EQ(v.fields["gpu"], "3");
+  EXPECT_EQ(v.fields["rank"], "3");
+}
+
+TEST(Ordering, XidThenUnknownErrorThenTimeouts) {
+  std::string log = k_training;
+  log +=
+      "[rank1]:[E ProcessGroupNCCL.cpp:1484] Process group watchdog thread terminated with "
+      "exception: CUDA error: unknown error\n"
+      "[rank0]:[E ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9) ran for 600081 milliseconds before timing out.\n";
+  HostEvidence host;
+  host.kernel_lines = {
+      "[81234.567] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the "
+      "bus.",
+  };
+  auto v = classify_text(log, killed_by(SIGABRT), host);
+  EXPECT_EQ(v.label, "gpu_lost");
+  EXPECT_EQ(v.rule, "gpu-fallen-off-bus");
+  EXPECT_EQ(v.fields["xid"], "79");
+  EXPECT_EQ(v.fields["pci"], "0000:3b:00");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].source, "kernel");
+
+  // Without the kernel line the in-band unknown error still says gpu_lost.
+  v = classify_text(log, killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "gpu_lost");
+}
+
+TEST(Ordering, UnknownErrorAtStartIsSetup) {
+  auto v = classify_text("Loading model\nRuntimeError: CUDA error: unknown error\n", exit_code(1));
+  EXPECT_EQ(v.label, "cuda_setup");
+  v = classify_text(std::string(k_training) + "RuntimeError: CUDA error: unknown error\n",
+                    exit_code(1));
+  EXPECT_EQ(v.label, "gpu_lost");
+}
+
+TEST(Ordering, DeviceAssertBeforeItsIllegalAccessFollowUp) {
+  auto v = classify_text(
+      "Loss.cu:240: nll_loss_forward: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < "
+      "n_classes` failed.\n"
+      "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "cuda_device_assert");
+}
+
+TEST(Ordering, NanBeforeTheTimeoutItCaused) {
+  auto v = classify_text(
+      "Exception: Current loss scale already at minimum - cannot decrease scale anymore.\n"
+      "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600000 "
+      "milliseconds before timing out.\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "numerical_divergence");
+}
+
+TEST(Ordering, WatchdogAbortWithKnownWhatIsNotNativeCrash) {
+  auto v = classify_text(
+      "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+      "  what():  [PG 0 Rank 2] Process group watchdog thread terminated with exception: CUDA "
+      "error: an illegal memory access was encountered\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+  v = classify_text("terminate called after throwing an instance of 'std::logic_error'\n"
+                    "  what():  basic_string::_M_construct null not valid\n",
+                    killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "native_crash");
+}
+
+TEST(Ordering, NcclUnhandledCudaErrorReadsLastError) {
+  auto v = classify_text(
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+      "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+      "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+      "Last error:\n"
+      "Cuda failure 'out of memory'\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "cuda_oom");
+}
+
+TEST(Ordering, ShmNotDiskFull) {
+  auto v = classify_text(
+      "RuntimeError: unable to write to file </torch_169035_1920244589_10>: No space left on "
+      "device (28)\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "shm_exhausted");
+  v = classify_text("OSError: [Errno 28] No space left on device: 'ckpt/model.pt'\n", exit_code(1));
+  EXPECT_EQ(v.label, "disk_full");
+}
+
+TEST(Ordering, TimeLimitBannerBeforeTheStorm) {
+  auto v = classify_text(
+      "slurmstepd: error: *** JOB 123456 ON node12 CANCELLED AT 2024-05-01T12:00:03 DUE TO TIME "
+      "LIMIT ***\n"
+      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4015698 got signal: "
+      "15\n"
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
+      "peer [10.0.0.42]:53121\n",
+      killed_by(SIGTERM));
+  EXPECT_EQ(v.label, "time_limit");
+  EXPECT_EQ(v.fields["host"], "node12");
+}
+
+TEST(Ordering, HostOomKillOfAWorker) {
+  HostEvidence host;
+  host.kernel_lines = {"Out of memory: Killed process 4321 (pt_data_worker) total-vm:100kB"};
+  auto v = classify_text(
+      "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n", exit_code(1), host);
+  EXPECT_EQ(v.label, "host_oom");
+  EXPECT_EQ(v.fields["pid"], "4321");
+  v = classify_text("RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n",
+                    exit_code(1));
+  EXPECT_EQ(v.label, "unknown");
+}
+
+TEST(Ordering, ScriptErrorOnRankZeroThenPeersLoseTheStore) {
+  auto v = classify_text(
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]: FileNotFoundError: [Errno 2] No such file or directory: 'data/train.bin'\n"
+      "[rank1]: torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was "
+      "likely closed.\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+}
+
+// ---- look-alikes
+
+TEST(LookAlikes, BenignNoiseWithExitZeroIsSuccess) {
+  const char* log =
+      "node1:1:1 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open "
+      "shared object file: No such file or directory : when loading libnccl-net.so\n"
+      "node1:1:1 [0] NCCL WARN Could not find real path of /sys/class/net/veth0/device\n"
+      "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n"
+      "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
+      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+      "metrics: nan_count=0 val/nan_fraction=0.0\n"
+      "Validation: 0 errors, 0 warnings\n"
+      "Epoch 3 | loss 0.123\n";
+  auto v = classify_text(log, exit_code(0));
+  EXPECT_EQ(v.label, "success");
+  EXPECT_EQ(v.rule, "success");
+}
+
+TEST(LookAlikes, OomCaughtByBatchSizeFinder) {
+  std::string log =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB\n"
+      "Batch size 64 failed, trying batch size 32\n"
+      "Finished batch size finder, will continue with full run using batch size 32\n"
+      "Epoch 1 | loss 1.0\n";
+  EXPECT_EQ(classify_text(log, exit_code(0)).label, "success");
+  // The run then fails of something else: the caught OOM is not the cause.
+  auto v = classify_text(log + "KeyError: 'labels'\n", exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+}
+
+TEST(LookAlikes, TheWrapperHeaderIsNotEvidence) {
+  auto v = classify_text(
+      "#gpualert# job: cuda-out-of-memory-test (CUDA out of memory. Tried to allocate)\n"
+      "hello\n",
+      exit_code(3));
+  EXPECT_EQ(v.label, "unknown");
+}
+
+TEST(LookAlikes, NanMetricInAFailingRun) {
+  auto v = classify_text("val/nan_count: 0\nloss_nan_ratio: 0.0\nValueError: bad config\n",
+                         exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+}
+
+// ---- success can be overridden
+
+TEST(Success, FatalGpuErrorOverridesExitZero) {
+  HostEvidence host;
+  host.kernel_lines = {"NVRM: Xid (PCI:0000:8a:00): 48, An uncorrectable double bit error (DBE)"};
+  auto v = classify_text("Epoch 1 | loss 1.0\n", exit_code(0), host);
+  EXPECT_EQ(v.label, "gpu_ecc");
+  v = classify_text("RuntimeError: CUDA error: an illegal memory access was encountered\n",
+                    exit_code(0));
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+}
+
+TEST(Success, ExitZeroWithTracebackIsStillSuccess) {
+  EXPECT_EQ(classify_text("Traceback (most recent call last):\nValueError: x\n", exit_code(0)).label,
+            "success");
+}
+
+// ---- the exit status and host facts alone
+
+TEST(Status, SignalsWithoutEvidence) {
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGSEGV)).label, "native_crash");
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGABRT)).label, "native_crash");
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGINT)).label, "cancelled");
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGTERM)).label, "cancelled");
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGHUP)).label, "cancelled");
+  EXPECT_EQ(classify_text("training...\n", exit_code(143)).label, "cancelled");
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGKILL)).label, "unknown");
+  EXPECT_EQ(classify_text("training...\n", exit_code(2)).label, "unknown");
+  EXPECT_EQ(classify_text("", exit_code(0)).label, "success");
+  EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "time_limit");
+}
+
+TEST(Status, HostFacts) {
+  HostEvidence host;
+  host.cgroup_oom_kills = 1;
+  auto v = classify_text("training...\n", killed_by(SIGKILL), host);
+  EXPECT_EQ(v.label, "host_oom");
+  EXPECT_EQ(v.rule, "host-oom-cgroup");
+  ExitInfo timeout = killed_by(SIGTERM);
+  timeout.wrapper_timeout = true;
+  v = classify_text("training...\nConnection reset by peer\n", timeout);
+  EXPECT_EQ(v.label, "time_limit");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].source, "wrapper");
+}
+
+TEST(Status, SigbusWithAndWithoutLoaderWorkers) {
+  EXPECT_EQ(classify_text("step 1\n", killed_by(SIGBUS)).label, "native_crash");
+  EXPECT_EQ(classify_text("DataLoader worker (pid 12) started\n", killed_by(SIGBUS)).label,
+            "shm_exhausted");
+  EXPECT_EQ(classify_text("ERROR: Unexpected bus error encountered in worker. This might be "
+                          "caused by insufficient shared memory (shm).\n",
+                          killed_by(SIGBUS))
+                .label,
+            "shm_exhausted");
+}
+
+TEST(Status, ErrorLineWithoutTracebackIsScriptError) {
+  EXPECT_EQ(classify_text("train.py: error: the following arguments are required: --data\n",
+                          exit_code(2))
+                .label,
+            "script_error");
+  EXPECT_EQ(classify_text("srun: error: node12: task 0: Exited with exit code 1\n", exit_code(1))
+                .label,
+            "unknown");
+}
+
+// ---- streaming
+
+std::string composite_log() {
+  std::string log = "\x1b[32mstarting\x1b[0m\r\n";
+  for (int i = 0; i < 300; ++i) {
+    log += " " + std::to_string(i / 3) + "%|###| " + std::to_string(i) +
+           "/1000 [00:10<01:28,  6.21it/s]\r";
+  }
+  log += "\nEpoch 1 | loss 1.2\n\xff\xfe invalid bytes\n";
+  log += "[rank2]: \x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate "
+         "512.00 MiB\n";
+  log += "[rank0]: Connection reset by peer\n";
+  return log;
+}
+
+TEST(Streaming, SameVerdictWhateverTheChunking) {
+  const std::string log = composite_log();
+  auto whole = classify_text(log, exit_code(1));
+  EXPECT_EQ(whole.label, "cuda_oom");
+  ASSERT_FALSE(whole.evidence.empty());
+  EXPECT_EQ(whole.evidence[0].line, 5u);
+  EXPECT_EQ(whole.evidence[0].text.find("\x1b"), std::string::npos);
+  for (size_t chunk : {1u, 2u, 3u, 5u, 17u, 4096u}) {
+    Scanner scanner(testing::default_rules());
+    for (size_t i = 0; i < log.size(); i += chunk) {
+      scanner.feed(std::string_view(log).substr(i, chunk));
+    }
+    scanner.finish();
+    auto v = scanner.verdict(exit_code(1), {});
+    EXPECT_EQ(v.label, whole.label) << chunk;
+    EXPECT_EQ(v.rule, whole.rule) << chunk;
+    ASSERT_EQ(v.evidence.size(), whole.evidence.size()) << chunk;
+    EXPECT_EQ(v.evidence[0].line, whole.evidence[0].line) << chunk;
+    EXPECT_EQ(v.evidence[0].text, whole.evidence[0].text) << chunk;
+    EXPECT_EQ(v.fields, whole.fields) << chunk;
+    EXPECT_EQ(scanner.lines_seen(), 6u) << chunk;
+  }
+}
+
+TEST(Streaming, HugeLineWithoutNewline) {
+  // A 100 MB line (stand-in for 2 GB) fed in 1 MB chunks: the evidence at its start
+  // is seen, the rest is skipped in bounded memory, and the next line still counts.
+  Scanner scanner(testing::default_rules());
+  scanner.feed("CUDA error: an illegal memory access was encountered ");
+  std::string chunk(1 << 20, 'x');
+  for (int i = 0; i < 100; ++i) {
+    scanner.feed(chunk);
+  }
+  scanner.feed("\nKeyError: 'late'\n");
+  scanner.finish();
+  auto v = scanner.verdict(exit_code(1), {});
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_LE(v.evidence[0].text.size(), 1100u);
+  EXPECT_EQ(scanner.lines_seen(), 2u);
+}
+
+TEST(Streaming, EvidenceIsBoundedPerRule) {
+  std::string log;
+  for (int i = 0; i < 10000; ++i) {
+    log += "Loss.cu:1: k: block: [0,0,0], thread: [1,0,0] Assertion `x` failed.\n";
+  }
+  auto v = classify_text(log, exit_code(1));
+  EXPECT_EQ(v.label, "cuda_device_assert");
+  EXPECT_EQ(v.evidence.size(), 3u);
+  EXPECT_EQ(v.evidence[2].line, 3u);
+}
+
+}  // namespace
+}  // namespace classify

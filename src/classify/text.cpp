@@ -1,0 +1,212 @@
+#include "classify/text.hpp"
+
+#include <cstring>
+
+namespace classify {
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Length of a run of digits at s[i...].
+size_t digits_at(std::string_view s, size_t i) {
+  size_t n = 0;
+  while (i + n < s.size() && is_digit(s[i + n])) {
+    ++n;
+  }
+  return n;
+}
+
+// Parses "[<word><digits>]" followed by ':' at the start of s; returns the number of
+// bytes consumed (0 if absent) and the number in *value.
+size_t bracket_word_number(std::string_view s, std::string_view word, int* value) {
+  if (s.size() < word.size() + 4 || s[0] != '[' || s.substr(1, word.size()) != word) {
+    return 0;
+  }
+  size_t i = 1 + word.size();
+  size_t n = digits_at(s, i);
+  if (n == 0 || n > 6 || i + n + 1 >= s.size() || s[i + n] != ']' || s[i + n + 1] != ':') {
+    return 0;
+  }
+  *value = std::stoi(std::string(s.substr(i, n)));
+  return i + n + 2;
+}
+
+bool is_severity(char c) { return c == 'E' || c == 'W' || c == 'I' || c == 'F'; }
+
+// Finds "] " within the first `limit` bytes; returns the offset after it or 0.
+size_t close_bracket_space(std::string_view s, size_t from, size_t limit) {
+  size_t end = std::min(s.size(), limit);
+  for (size_t i = from; i + 1 < end; ++i) {
+    if (s[i] == ']' && s[i + 1] == ' ') {
+      return i + 2;
+    }
+  }
+  return 0;
+}
+
+size_t strip_one(std::string_view s, int* rank) {
+  if (s.empty()) {
+    return 0;
+  }
+  int value = -1;
+  if (s[0] == '[') {
+    if (size_t n = bracket_word_number(s, "rank", &value)) {
+      *rank = value;
+      return n;
+    }
+    if (size_t n = bracket_word_number(s, "default", &value)) {
+      if (*rank < 0) {
+        *rank = value;
+      }
+      return n;
+    }
+    // mpirun --tag-output: "[1,0]<stderr>:"
+    size_t a = digits_at(s, 1);
+    if (a > 0 && a + 1 < s.size() && s[1 + a] == ',') {
+      size_t b = digits_at(s, 2 + a);
+      size_t i = 2 + a + b;
+      if (b > 0 && i < s.size() && s[i] == ']') {
+        std::string_view rest = s.substr(i + 1);
+        for (std::string_view tag : {"<stdout>:", "<stderr>:"}) {
+          if (rest.substr(0, tag.size()) == tag) {
+            *rank = std::stoi(std::string(s.substr(2 + a, b)));
+            return i + 1 + tag.size();
+          }
+        }
+      }
+    }
+    // glog: "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " or "[E ProcessGroupNCCL.cpp:475] "
+    if (s.size() > 3 && is_severity(s[1]) && (is_digit(s[2]) || s[2] == ' ')) {
+      return close_bracket_space(s, 2, 160);
+    }
+    return 0;
+  }
+  // python-glog: "W0616 00:37:22.876000 4015698 torch/.../api.py:900] "
+  if (is_severity(s[0]) && digits_at(s, 1) == 4 && s.size() > 7 && s[5] == ' ' && is_digit(s[6])) {
+    return close_bracket_space(s, 6, 200);
+  }
+  // srun -l: "0: " or " 12: " (right-aligned task ids)
+  size_t sp = 0;
+  while (sp < s.size() && sp < 4 && s[sp] == ' ') {
+    ++sp;
+  }
+  size_t n = digits_at(s, sp);
+  if (n > 0 && n <= 5 && sp + n + 1 < s.size() && s[sp + n] == ':' && s[sp + n + 1] == ' ') {
+    *rank = std::stoi(std::string(s.substr(sp, n)));
+    return sp + n + 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view strip_ansi(std::string_view in, std::string& scratch) {
+  const char* esc = static_cast<const char*>(std::memchr(in.data(), '\x1b', in.size()));
+  if (!esc) {
+    return in;
+  }
+  scratch.clear();
+  size_t i = 0;
+  const size_t n = in.size();
+  while (i < n) {
+    char c = in[i];
+    if (c != '\x1b') {
+      scratch.push_back(c);
+      ++i;
+      continue;
+    }
+    if (i + 1 >= n) {
+      break;
+    }
+    char kind = in[i + 1];
+    i += 2;
+    if (kind == '[') {
+      while (i < n && static_cast<unsigned char>(in[i]) >= 0x20 &&
+             static_cast<unsigned char>(in[i]) <= 0x3f) {
+        ++i;  // parameters and intermediates
+      }
+      if (i < n && static_cast<unsigned char>(in[i]) >= 0x40 &&
+          static_cast<unsigned char>(in[i]) <= 0x7e) {
+        ++i;  // final byte
+      }
+    } else if (kind == ']') {
+      while (i < n && in[i] != '\x07' && !(in[i] == '\x1b' && i + 1 < n && in[i + 1] == '\\')) {
+        ++i;
+      }
+      i += (i < n && in[i] == '\x07') ? 1 : 2;
+    }
+    // other two-byte escapes: both bytes dropped
+  }
+  return scratch;
+}
+
+Stripped strip_prefixes(std::string_view line) {
+  Stripped out{line, -1};
+  for (int round = 0; round < 6; ++round) {
+    size_t n = strip_one(out.text, &out.rank);
+    if (n == 0) {
+      break;
+    }
+    out.text.remove_prefix(n);
+    if (!out.text.empty() && out.text[0] == ' ') {
+      out.text.remove_prefix(1);
+    }
+  }
+  return out;
+}
+
+std::string printable(std::string_view in, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(in.size(), max_bytes) + 8);
+  size_t i = 0;
+  while (i < in.size()) {
+    if (out.size() >= max_bytes) {
+      out += " [...]";
+      break;
+    }
+    auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x80) {
+      if (c >= 0x20 || c == '\t') {
+        out.push_back(static_cast<char>(c));
+      }
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t min = 0;
+    if ((c & 0xe0) == 0xc0) {
+      len = 2;
+      min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3;
+      min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4;
+      min = 0x10000;
+    }
+    bool ok = len > 0 && i + len <= in.size();
+    uint32_t cp = len > 0 ? (c & (0x7f >> len)) : 0;
+    for (size_t k = 1; ok && k < len; ++k) {
+      auto cc = static_cast<unsigned char>(in[i + k]);
+      if ((cc & 0xc0) != 0x80) {
+        ok = false;
+      } else {
+        cp = (cp << 6) | (cc & 0x3f);
+      }
+    }
+    if (ok && (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) {
+      ok = false;
+    }
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace classify
