@@ -20,6 +20,7 @@ struct Config {
   std::string smtp_url;            // empty: no SMTP
   std::string smtp_user;
   std::string smtp_password_file;  // the password is read from here at send time
+  std::string smtp_password;       // only from the config file (never argv or env)
   std::string smtp_ca_file;        // CA bundle for a private relay
   std::string from;
   std::vector<std::string> to;
@@ -35,10 +36,19 @@ struct Config {
   std::string source;              // which file was read, for messages ("" if none)
 };
 
-// file_override: the --config value, empty if not given.
+// file_override: the --config value, empty if not given. Errors name the file
+// and line ("config.toml:3:7: ...") or the environment variable at fault.
 util::Result<Config> load_config(const std::string& file_override);
+// The SMTP password: the contents of smtp_password_file (first line), else
+// smtp_password. Empty when none is configured.
+util::Result<std::string> smtp_password(const Config& c);
+// Whether any delivery channel is configured.
+bool has_channel(const Config& c);
+// "a@x, b@y" -> {"a@x", "b@y"}: commas and whitespace separate, empties dropped.
+std::vector<std::string> split_addresses(const std::string& list);
 // The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert, ~/.local/state/gpualert.
 std::string state_dir(const Config& c);
-std::string outbox_dir(const Config& c);
+std::string outbox_dir(const Config& c);  // <state_dir>/outbox
+std::string sent_dir(const Config& c);    // <state_dir>/sent
 
 }  // namespace notify

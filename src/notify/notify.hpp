@@ -8,6 +8,10 @@
 //   with its reason. It never throws, never exits, and returns within the
 //   deadline (plus a small margin) whatever the server does.
 // - The returned Outcome says what happened, for the wrapper's one end line.
+// - With no SMTP and no webhook configured (the embedded default) the message
+//   stays in the outbox: queued = true, detail says where and how to configure.
+// - Call it when the caller has no other threads running (it forks).
+// - The outbox format and how the MIME bytes are produced: outbox.hpp, mime.hpp.
 #pragma once
 
 #include <chrono>
@@ -35,6 +39,7 @@ struct RunNotice {
 Outcome notify_run(const RunNotice& notice, const Config& config);
 
 // Whether Config::notify_when (always | failure | never) asks for a message about this run.
+// "failure": anything but success (content.hpp is_success).
 bool should_notify(const Config& config, const report::RunReport& run);
 
 // Fire-and-forget: tries to deliver what is pending in the outbox, in a detached

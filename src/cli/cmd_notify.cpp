@@ -1,0 +1,80 @@
+// cli/cmd_notify.cpp: `gpualert notify`: (re)build and send the notice of a finished run directory.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "notify/notify.hpp"
+#include "util/text.hpp"
+
+namespace cli {
+
+int cmd_notify(int argc, char** argv) {
+  CLI::App app{"Build the notification of a finished run directory and send it (or queue it).", "gpualert notify"};
+  std::vector<std::string> to, attach;
+  std::string budget, config_file, timeout, run_dir;
+  app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
+  app.add_option("--attach", attach, "artifact glob relative to the job's cwd, repeatable");
+  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)");
+  app.add_option("--config", config_file, "configuration file");
+  app.add_option("--notify-timeout", timeout, "the most delivery may take (default 60s)");
+  app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpualert: error: notify: %s\n", e.what());
+    return 2;
+  }
+  notify::RunNotice notice;
+  notice.run_dir = run_dir;
+  notice.attach = attach;
+  if (!budget.empty()) {
+    auto b = util::parse_size(budget);
+    if (!b) {
+      std::fprintf(stderr, "gpualert: error: --budget: %s\n", b.error().c_str());
+      return 2;
+    }
+    notice.budget_bytes = *b;
+  }
+  std::chrono::milliseconds notify_timeout{0};
+  if (!timeout.empty()) {
+    auto t = util::parse_duration(timeout);
+    if (!t) {
+      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
+      return 2;
+    }
+    notify_timeout = *t;
+  }
+  auto config = notify::load_config(config_file);
+  if (!config) {
+    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
+    return 2;
+  }
+  if (!to.empty()) {
+    config->to = to;
+  }
+  if (notify_timeout.count() > 0) {
+    config->notify_timeout = notify_timeout;
+  }
+  if (budget.empty()) {
+    notice.budget_bytes = config->budget_bytes;
+  }
+  notify::Outcome out = notify::notify_run(notice, *config);
+  if (out.delivered) {
+    std::printf("gpualert: notification delivered (%s)\n", out.where.c_str());
+    return 0;
+  }
+  if (out.queued && !notify::has_channel(*config)) {
+    std::printf("gpualert: %s\n", out.detail.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "gpualert: error: notification not delivered: %s%s\n", out.detail.c_str(),
+               out.queued ? " (kept in the outbox; `gpualert outbox flush` retries)" : "");
+  return 1;
+}
+
+}  // namespace cli

@@ -1,0 +1,93 @@
+// cli/cmd_outbox.cpp: `gpualert outbox list | flush`: what is waiting, and sending it.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "notify/config.hpp"
+#include "notify/deliver.hpp"
+#include "notify/outbox.hpp"
+#include "notify/text_filters.hpp"
+#include "util/text.hpp"
+
+namespace cli {
+
+namespace {
+
+// One line per entry: id, channel, recipients, attempts, subject, last failure (tab-separated).
+void print_entry(const notify::EntryMeta& m) {
+  std::string to;
+  for (const auto& t : m.to) {
+    to += (to.empty() ? "" : ",") + t;
+  }
+  std::printf("%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(), to.empty() ? "-" : to.c_str(),
+              m.attempts, m.attempts == 1 ? "" : "s", notify::sanitize_header_value(m.subject, 200).c_str(),
+              m.last_error.empty() ? "-" : notify::sanitize_header_value(m.last_error, 400).c_str());
+}
+
+}  // namespace
+
+int cmd_outbox(int argc, char** argv) {
+  CLI::App app{"List or send the notifications not yet delivered.", "gpualert outbox"};
+  std::string action, config_file, timeout;
+  app.add_option("ACTION", action, "list | flush")->required()->check(CLI::IsMember({"list", "flush"}));
+  app.add_option("--config", config_file, "configuration file");
+  app.add_option("--notify-timeout", timeout, "the most a flush may take (default 60s)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpualert: error: outbox: %s\n", e.what());
+    return 2;
+  }
+  auto config = notify::load_config(config_file);
+  if (!config) {
+    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
+    return 2;
+  }
+  if (!timeout.empty()) {
+    auto t = util::parse_duration(timeout);
+    if (!t) {
+      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
+      return 2;
+    }
+    config->notify_timeout = *t;
+  }
+  notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
+  auto entries = outbox.list();
+  if (!entries) {
+    std::fprintf(stderr, "gpualert: error: outbox: %s\n", entries.error().c_str());
+    return 1;
+  }
+  if (action == "list") {
+    for (const auto& m : *entries) {
+      print_entry(m);
+    }
+    return 0;
+  }
+  std::vector<std::string> ids;
+  for (const auto& m : *entries) {
+    ids.push_back(m.id);
+  }
+  auto results = notify::deliver_isolated(*config, outbox, ids, config->notify_timeout);
+  int kept = 0;
+  for (const auto& r : results) {
+    if (r.ok) {
+      std::printf("sent\t%s\n", r.id.c_str());
+    } else {
+      ++kept;
+      std::printf("kept\t%s\t%s\n", r.id.c_str(), r.reason.c_str());
+    }
+  }
+  if (kept > 0) {
+    std::fprintf(stderr, "gpualert: %d of %zu notification%s still in %s\n", kept, results.size(),
+                 results.size() == 1 ? "" : "s", outbox.dir().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace cli

@@ -1,0 +1,108 @@
+// cli/cmd_test_notify.cpp: `gpualert test-notify`: send a test message now and say exactly what failed.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "notify/config.hpp"
+#include "notify/deliver.hpp"
+#include "notify/mime.hpp"
+#include "notify/notice.hpp"
+#include "notify/transport.hpp"
+#include "util/text.hpp"
+
+namespace cli {
+
+int cmd_test_notify(int argc, char** argv) {
+  CLI::App app{"Send a test notification through every configured channel.", "gpualert test-notify"};
+  std::vector<std::string> to;
+  std::string config_file, timeout;
+  app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
+  app.add_option("--config", config_file, "configuration file");
+  app.add_option("--notify-timeout", timeout, "the most each attempt may take (default 60s)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpualert: error: test-notify: %s\n", e.what());
+    return 2;
+  }
+  auto config = notify::load_config(config_file);
+  if (!config) {
+    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
+    return 2;
+  }
+  if (!to.empty()) {
+    config->to = to;
+  }
+  if (!timeout.empty()) {
+    auto t = util::parse_duration(timeout);
+    if (!t) {
+      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
+      return 2;
+    }
+    config->notify_timeout = *t;
+  }
+  if (!notify::has_channel(*config)) {
+    std::fprintf(stderr,
+                 "gpualert: error: nothing to test: no SMTP or webhook configured "
+                 "(GPUALERT_SMTP_URL and GPUALERT_TO, or GPUALERT_WEBHOOK_URL; or %s)\n",
+                 config->source.empty() ? "a config file" : config->source.c_str());
+    return 1;
+  }
+  notify::ensure_curl_initialised();
+  std::string host = util::hostname();
+  std::string subject = "[gpualert] test message from " + host;
+  int failures = 0;
+  if (!config->smtp_url.empty()) {
+    notify::MailParts parts;
+    parts.from = config->from.empty() ? notify::default_from() : config->from;
+    parts.to = config->to;
+    parts.subject = subject;
+    parts.text = "This is a test message from gpualert on " + host +
+                 ".\nIf you read this, failed and finished training runs will reach you too.\n";
+    parts.html = "<p>This is a test message from gpualert on <b>" + host + "</b>.</p>";
+    auto message = notify::render_message(parts);
+    auto start = std::chrono::steady_clock::now();
+    notify::SendResult r;
+    if (!message) {
+      r.stage = "message";
+      r.detail = message.error();
+    } else {
+      r = notify::smtp_send(*config, config->to, *message, config->notify_timeout);
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    if (r.ok) {
+      std::string rcpts;
+      for (const auto& t : config->to) {
+        rcpts += (rcpts.empty() ? "" : ", ") + t;
+      }
+      std::printf("smtp: test message sent to %s via %s in %lld ms\n", rcpts.c_str(),
+                  notify::redact_url(config->smtp_url).c_str(), static_cast<long long>(ms));
+    } else {
+      ++failures;
+      std::fprintf(stderr, "gpualert: error: smtp %s: %s\n", notify::redact_url(config->smtp_url).c_str(),
+                   r.describe().c_str());
+    }
+  }
+  if (!config->webhook_url.empty()) {
+    nlohmann::json payload = config->webhook_format == "json"
+                                 ? nlohmann::json{{"test", true}, {"host", host}, {"subject", subject}}
+                                 : nlohmann::json{{"text", subject}, {"username", "gpualert"}};
+    auto r = notify::webhook_post(*config, payload.dump(), config->notify_timeout);
+    if (r.ok) {
+      std::printf("webhook: test message accepted (HTTP %ld)\n", r.response);
+    } else {
+      ++failures;
+      std::fprintf(stderr, "gpualert: error: webhook: %s\n", r.describe().c_str());
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace cli

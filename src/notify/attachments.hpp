@@ -1,0 +1,70 @@
+// notify/attachments.hpp: which files travel with a notice, within a budget.
+//
+// Message building calls gather_attachments() with the run's log, the job's
+// cwd and the --attach globs. The log goes first, gzipped (or, when even that
+// is too big, its head and tail with a note of the cut), then each glob's
+// matches in order. Every file considered comes back, attached or not, with a
+// reason when not: nothing is dropped silently. The budget counts the bytes of
+// the attached files (the gzipped log counts compressed); base64 on the wire
+// adds about a third on top.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace notify {
+
+struct Attachment {
+  std::string name;          // file name in the message
+  std::string path;          // where the original lives
+  std::string content_type;
+  uint64_t size = 0;         // bytes attached, or the file's size when not attached
+  bool attached = false;
+  std::string note;          // why not attached, or what was cut
+  std::string data;          // the bytes when attached
+};
+
+// A file a glob matched, before budgeting. `rejected` non-empty: cannot be
+// attached whatever the budget (symlink outside cwd, not a regular file...).
+struct Candidate {
+  std::string name, path;
+  uint64_t size = 0;
+  std::string rejected;
+};
+
+// Pure budget planning: in order, each candidate is attached when it fits in
+// what is left; the rest carry their reason. data is not filled.
+std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candidate>& candidates);
+
+// When the whole log does not fit: how many bytes of head and tail to keep
+// (each at most a quarter of the budget, never overlapping).
+struct HeadTail {
+  uint64_t head = 0, tail = 0;
+};
+HeadTail head_tail_sizes(uint64_t log_size, uint64_t budget);
+
+// gzip (RFC 1952) of data; nullopt when the output would exceed limit bytes.
+std::optional<std::string> gzip(std::string_view data, uint64_t limit);
+
+// The log as an attachment: whole and gzipped when it fits, else head and
+// tail gzipped with a note naming where the full log lives (full_log_where).
+Attachment log_attachment(const std::string& log_path, uint64_t budget, const std::string& full_log_where);
+
+// Expands globs relative to cwd (absolute ones as they are), in order, and
+// classifies each match. `skip_real` holds real paths already attached.
+std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<std::string>& globs,
+                                    std::vector<std::string> skip_real = {});
+
+// Everything together: the log, then the globs, read into memory.
+std::vector<Attachment> gather_attachments(const std::string& log_path, const std::string& cwd,
+                                           const std::vector<std::string>& globs, uint64_t budget,
+                                           const std::string& full_log_where);
+
+std::string content_type_for(std::string_view name);
+
+}  // namespace notify

@@ -1,0 +1,242 @@
+#include "notify/config.hpp"
+
+#include <cstdlib>
+#include <sys/stat.h>
+
+#include <toml++/toml.h>
+
+#include "util/fd.hpp"
+#include "util/text.hpp"
+
+namespace notify {
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string home_dir() {
+  std::string home = env("HOME");
+  return home.empty() ? "/tmp" : home;
+}
+
+std::string where(const std::string& file, const toml::source_region& src) {
+  return file + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column);
+}
+
+// Applies one key of the file to c; errors carry file:line.
+util::Status apply_key(Config& c, const std::string& file, const std::string& key, const toml::node& node) {
+  auto bad = [&](const std::string& why) {
+    return util::Status(util::Error{where(file, node.source()) + ": " + key + ": " + why});
+  };
+  auto str = [&](std::string& out) -> util::Status {
+    if (!node.is_string()) {
+      return bad("expected a string");
+    }
+    out = node.as_string()->get();
+    return util::ok_status();
+  };
+  if (key == "smtp_url") return str(c.smtp_url);
+  if (key == "smtp_user") return str(c.smtp_user);
+  if (key == "smtp_password_file") return str(c.smtp_password_file);
+  if (key == "smtp_password") return str(c.smtp_password);
+  if (key == "smtp_ca_file") return str(c.smtp_ca_file);
+  if (key == "from") return str(c.from);
+  if (key == "webhook_url") return str(c.webhook_url);
+  if (key == "log_dir") return str(c.log_dir);
+  if (key == "state_dir") return str(c.state_dir);
+  if (key == "rules") return str(c.rules_file);
+  if (key == "webhook_format" || key == "notify") {
+    std::string v;
+    if (auto st = str(v); !st) {
+      return st;
+    }
+    if (key == "webhook_format" && v != "slack" && v != "json") {
+      return bad("expected \"slack\" or \"json\", got \"" + v + "\"");
+    }
+    if (key == "notify" && v != "always" && v != "failure" && v != "never") {
+      return bad("expected \"always\", \"failure\" or \"never\", got \"" + v + "\"");
+    }
+    (key == "notify" ? c.notify_when : c.webhook_format) = v;
+    return util::ok_status();
+  }
+  if (key == "to") {
+    if (node.is_string()) {
+      c.to = split_addresses(node.as_string()->get());
+      return util::ok_status();
+    }
+    if (!node.is_array()) {
+      return bad("expected a string or an array of strings");
+    }
+    c.to.clear();
+    for (const auto& item : *node.as_array()) {
+      if (!item.is_string()) {
+        return bad("expected an array of strings");
+      }
+      c.to.push_back(item.as_string()->get());
+    }
+    return util::ok_status();
+  }
+  if (key == "notify_timeout" || key == "budget") {
+    std::string text;
+    if (node.is_integer()) {
+      text = std::to_string(node.as_integer()->get());
+    } else if (node.is_string()) {
+      text = node.as_string()->get();
+    } else {
+      return bad("expected a string such as \"60s\" / \"10MiB\" or an integer");
+    }
+    if (key == "budget") {
+      auto size = util::parse_size(text);
+      if (!size) {
+        return bad(size.error());
+      }
+      c.budget_bytes = *size;
+    } else {
+      auto d = util::parse_duration(text);
+      if (!d) {
+        return bad(d.error());
+      }
+      c.notify_timeout = *d;
+    }
+    return util::ok_status();
+  }
+  return bad("unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
+             "smtp_ca_file, from, to, webhook_url, webhook_format, notify, notify_timeout, "
+             "budget, log_dir, state_dir, rules)");
+}
+
+util::Status read_file_config(Config& c, const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return util::Error{where(path, e.source()) + ": " + std::string(e.description())};
+  }
+  for (const auto& [key, node] : table) {
+    if (auto st = apply_key(c, path, std::string(key.str()), node); !st) {
+      return st;
+    }
+  }
+  c.source = path;
+  return util::ok_status();
+}
+
+util::Status apply_environment(Config& c) {
+  auto set = [](const char* name, std::string& out) {
+    if (std::string v = env(name); !v.empty()) {
+      out = v;
+    }
+  };
+  set("GPUALERT_SMTP_URL", c.smtp_url);
+  set("GPUALERT_SMTP_USER", c.smtp_user);
+  set("GPUALERT_SMTP_PASSWORD_FILE", c.smtp_password_file);
+  set("GPUALERT_SMTP_CA_FILE", c.smtp_ca_file);
+  set("GPUALERT_FROM", c.from);
+  set("GPUALERT_WEBHOOK_URL", c.webhook_url);
+  set("GPUALERT_STATE_DIR", c.state_dir);
+  set("GPUALERT_LOG_DIR", c.log_dir);
+  if (std::string to = env("GPUALERT_TO"); !to.empty()) {
+    c.to = split_addresses(to);
+  }
+  if (std::string f = env("GPUALERT_WEBHOOK_FORMAT"); !f.empty()) {
+    if (f != "slack" && f != "json") {
+      return util::Error{"GPUALERT_WEBHOOK_FORMAT: expected slack or json, got '" + f + "'"};
+    }
+    c.webhook_format = f;
+  }
+  if (std::string t = env("GPUALERT_NOTIFY_TIMEOUT"); !t.empty()) {
+    auto d = util::parse_duration(t);
+    if (!d) {
+      return util::Error{"GPUALERT_NOTIFY_TIMEOUT: " + d.error()};
+    }
+    c.notify_timeout = *d;
+  }
+  return util::ok_status();
+}
+
+}  // namespace
+
+std::vector<std::string> split_addresses(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : list + ",") {
+    if (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == ';') {
+      if (!cur.empty()) {
+        out.push_back(cur);
+      }
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  return out;
+}
+
+util::Result<Config> load_config(const std::string& file_override) {
+  Config c;
+  std::string path = file_override;
+  bool must_exist = !path.empty();
+  if (path.empty()) {
+    path = env("GPUALERT_CONFIG");
+    must_exist = !path.empty();
+  }
+  if (path.empty()) {
+    std::string xdg = env("XDG_CONFIG_HOME");
+    path = (xdg.empty() ? home_dir() + "/.config" : xdg) + "/gpualert/config.toml";
+  }
+  if (must_exist && !file_exists(path)) {
+    return util::Error{"configuration file " + path + ": No such file or directory"};
+  }
+  if (file_exists(path)) {
+    if (auto st = read_file_config(c, path); !st) {
+      return util::Error{st.error()};
+    }
+  }
+  if (auto st = apply_environment(c); !st) {
+    return util::Error{st.error()};
+  }
+  return c;
+}
+
+util::Result<std::string> smtp_password(const Config& c) {
+  if (c.smtp_password_file.empty()) {
+    return c.smtp_password;
+  }
+  auto text = util::read_file(c.smtp_password_file);
+  if (!text) {
+    return util::Error{"SMTP password file: " + text.error()};
+  }
+  std::string pw = *text;
+  if (auto nl = pw.find_first_of("\r\n"); nl != std::string::npos) {
+    pw.resize(nl);  // the first line only: editors add a newline
+  }
+  return pw;
+}
+
+bool has_channel(const Config& c) { return !c.smtp_url.empty() || !c.webhook_url.empty(); }
+
+std::string state_dir(const Config& c) {
+  if (!c.state_dir.empty()) {
+    return c.state_dir;
+  }
+  if (std::string v = env("GPUALERT_STATE_DIR"); !v.empty()) {
+    return v;
+  }
+  if (std::string xdg = env("XDG_STATE_HOME"); !xdg.empty()) {
+    return xdg + "/gpualert";
+  }
+  return home_dir() + "/.local/state/gpualert";
+}
+
+std::string outbox_dir(const Config& c) { return state_dir(c) + "/outbox"; }
+std::string sent_dir(const Config& c) { return state_dir(c) + "/sent"; }
+
+}  // namespace notify

@@ -1,0 +1,264 @@
+#include "notify/content.hpp"
+
+#include <cstdio>
+
+#include "notify/text_filters.hpp"
+#include "util/text.hpp"
+
+namespace notify {
+
+namespace {
+
+// Environment variables that name the scheduler job or the GPUs the job saw.
+constexpr const char* k_job_id_vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID"};
+constexpr const char* k_gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                      "HIP_VISIBLE_DEVICES", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
+                                      "GPU_DEVICE_ORDINAL"};
+
+struct Fact {
+  std::string key, value;
+};
+
+// Job-controlled text shown on one line (name, command, paths): control
+// characters become spaces, secrets are masked.
+std::string one_line(const std::string& v) { return mask_secrets(sanitize_header_value(v, 4000)); }
+
+std::string exit_text(const report::RunReport& r) {
+  std::string s;
+  if (r.signal) {
+    s = "killed by " + *r.signal;
+  } else if (r.exit_code) {
+    s = "exit status " + std::to_string(*r.exit_code);
+  } else {
+    s = "unknown";
+  }
+  if (r.core_dumped) {
+    s += " (core dumped)";
+  }
+  if (r.wrapper_timeout) {
+    s += ", stopped by gpualert --timeout";
+  }
+  return s;
+}
+
+std::vector<Fact> run_facts(const report::RunReport& r) {
+  std::vector<Fact> f;
+  auto add = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) {
+      f.push_back({k, one_line(v)});
+    }
+  };
+  add("Job", r.name);
+  add("Command", r.command.empty() ? util::shell_join(r.argv) : r.command);
+  add("Directory", r.cwd);
+  add("Host", r.host);
+  add("User", r.user);
+  add("Started", r.started);
+  add("Ended", r.ended);
+  char secs[64];
+  std::snprintf(secs, sizeof secs, " (%.1f s)", r.duration_s);
+  add("Duration", util::human_duration(r.duration_s) + secs);
+  add("Exit", exit_text(r));
+  for (const char* var : k_job_id_vars) {
+    if (auto it = r.env.find(var); it != r.env.end()) {
+      add("Scheduler job", std::string(var) + "=" + it->second);
+      break;
+    }
+  }
+  std::string gpus;
+  for (const char* var : k_gpu_vars) {
+    if (auto it = r.env.find(var); it != r.env.end()) {
+      gpus += (gpus.empty() ? "" : ", ") + std::string(var) + "=" + it->second;
+    }
+  }
+  add("GPUs", gpus.empty() ? std::string("none named in the environment") : gpus);
+  add("Run directory", r.run_dir);
+  add("Log", r.log_path + (r.log_bytes ? " (" + util::human_size(r.log_bytes) + " of job output)" : ""));
+  if (r.log_fallback) {
+    add("Log fallback", *r.log_fallback);
+  }
+  return f;
+}
+
+std::string headline(const report::RunReport& r) {
+  if (is_success(r)) {
+    return "Succeeded: " + r.name + " (" + ending_phrase(r) + ")";
+  }
+  std::string label = r.verdict ? r.verdict->label : "unclassified";
+  return "FAILED " + label + ": " + r.name + " (" + ending_phrase(r) + ")";
+}
+
+std::string where_label(const EvidenceWindow& w) {
+  if (w.file.empty()) {
+    return w.source.empty() ? "evidence" : w.source;
+  }
+  return w.file + " line " + std::to_string(w.hit);
+}
+
+constexpr const char* k_pre = "font-family:Menlo,Consolas,monospace;font-size:12px;background:#f6f8fa;"
+                              "border:1px solid #d0d7de;padding:8px;white-space:pre-wrap;word-break:break-all;margin:4px 0 12px 0";
+constexpr const char* k_h2 = "font-size:15px;margin:18px 0 6px 0;color:#24292f";
+constexpr const char* k_td = "padding:2px 10px 2px 0;vertical-align:top;font-size:13px";
+
+std::string html_table(const std::vector<Fact>& facts) {
+  std::string h = "<table style=\"border-collapse:collapse\">";
+  for (const auto& f : facts) {
+    h += "<tr><td style=\"" + std::string(k_td) + ";color:#57606a;white-space:nowrap\">" + html_escape(f.key) +
+         "</td><td style=\"" + k_td + "\">" + html_escape(f.value) + "</td></tr>";
+  }
+  return h + "</table>";
+}
+
+}  // namespace
+
+bool is_success(const report::RunReport& r) {
+  if (r.verdict) {
+    return r.verdict->label == "success";
+  }
+  return !r.signal && r.exit_code && *r.exit_code == 0;
+}
+
+std::string ending_phrase(const report::RunReport& r) {
+  std::string s;
+  if (r.signal) {
+    s = "killed by " + *r.signal;
+  } else if (r.exit_code) {
+    s = "exit " + std::to_string(*r.exit_code);
+  } else {
+    s = "ended";
+  }
+  return s + " after " + util::human_duration(r.duration_s);
+}
+
+std::string build_subject(const report::RunReport& r) {
+  std::string name = sanitize_header_value(r.name.empty() ? "job" : r.name, 80);
+  std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
+  std::string head;
+  if (is_success(r)) {
+    head = "succeeded";
+  } else if (r.verdict && !r.verdict->label.empty()) {
+    head = "FAILED " + sanitize_header_value(r.verdict->label, 40);
+  } else {
+    head = "FAILED";
+  }
+  return sanitize_header_value("[gpualert] " + head + ": " + name + " on " + host + " (" + ending_phrase(r) + ")",
+                               300);
+}
+
+Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std::vector<Attachment>& attachments,
+                    uint64_t budget) {
+  std::string t, h;
+  const std::string title = one_line(headline(r));
+  bool ok = is_success(r);
+  t += title + "\n";
+  h += "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head>"
+       "<body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
+  h += "<div style=\"font-size:18px;font-weight:bold;padding:8px 12px;color:#fff;background:" +
+       std::string(ok ? "#1a7f37" : "#cf222e") + "\">" + html_escape(title) + "</div>";
+
+  if (r.verdict) {
+    const auto& v = *r.verdict;
+    std::string what = "Verdict: " + v.label + (v.group.empty() || v.group == "-" ? "" : " (" + v.group + ")") +
+                       (v.rule.empty() ? "" : ", rule " + v.rule);
+    t += what + "\n";
+    h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(what) + "</b></p>";
+    if (!v.action.empty() && v.action != "none") {
+      t += "First action: " + v.action + "\n";
+      h += "<p style=\"margin:4px 0\">First action: <b>" + html_escape(v.action) + "</b></p>";
+    }
+  }
+
+  if (!ex.evidence.empty()) {
+    t += "\nEvidence\n";
+    h += "<h2 style=\"" + std::string(k_h2) + "\">Evidence</h2>";
+    for (const auto& w : ex.evidence) {
+      t += "  " + where_label(w) + ":\n";
+      h += "<div style=\"font-size:13px;color:#57606a\">" + html_escape(where_label(w)) + "</div><pre style=\"" +
+           k_pre + "\">";
+      if (w.context.empty()) {
+        t += "    " + w.text + "\n";
+        h += html_escape(w.text);
+      }
+      for (const auto& q : w.context) {
+        char num[32];
+        std::snprintf(num, sizeof num, "%7llu", static_cast<unsigned long long>(q.number));
+        bool hit = q.number == w.hit;
+        t += std::string(hit ? "  > " : "    ") + num + " | " + q.text + "\n";
+        std::string line = std::string(num) + " | " + html_escape(q.text);
+        h += hit ? "<span style=\"background:#ffebe9;font-weight:bold\">" + line + "</span>\n" : line + "\n";
+      }
+      h += "</pre>";
+    }
+  }
+
+  if (r.verdict && !r.verdict->fields.empty()) {
+    std::vector<Fact> fields;
+    t += "\nExtracted\n";
+    for (const auto& [k, v] : r.verdict->fields) {
+      fields.push_back({one_line(k), one_line(v)});
+      t += "  " + k + ": " + fields.back().value + "\n";
+    }
+    h += "<h2 style=\"" + std::string(k_h2) + "\">Extracted</h2>" + html_table(fields);
+  }
+
+  auto facts = run_facts(r);
+  t += "\nRun\n";
+  for (const auto& f : facts) {
+    t += "  " + f.key + ": " + f.value + "\n";
+  }
+  h += "<h2 style=\"" + std::string(k_h2) + "\">Run</h2>" + html_table(facts);
+
+  if (!r.warnings.empty()) {
+    t += "\nWarnings\n";
+    h += "<h2 style=\"" + std::string(k_h2) + "\">Warnings</h2><ul>";
+    for (const auto& w : r.warnings) {
+      std::string clean = one_line(w);
+      t += "  - " + clean + "\n";
+      h += "<li>" + html_escape(clean) + "</li>";
+    }
+    h += "</ul>";
+  }
+
+  std::string tail_title = "Last " + std::to_string(ex.tail.size()) + " lines of the log";
+  t += "\n" + tail_title + (ex.tail_cut ? "" : " (all of it)") + "\n";
+  h += "<h2 style=\"" + std::string(k_h2) + "\">" + html_escape(tail_title) + "</h2><pre style=\"" + k_pre + "\">";
+  if (!ex.error.empty()) {
+    t += "  (" + ex.error + ")\n";
+    h += html_escape("(" + ex.error + ")");
+  }
+  for (const auto& line : ex.tail) {
+    t += "  " + line + "\n";
+    h += html_escape(line) + "\n";
+  }
+  h += "</pre>";
+
+  std::vector<Fact> rows;
+  std::string att_title = "Attachments (budget " + util::human_size(budget) + ")";
+  t += "\n" + att_title + "\n";
+  h += "<h2 style=\"" + std::string(k_h2) + "\">" + html_escape(att_title) + "</h2>";
+  h += "<table style=\"border-collapse:collapse\"><tr><th style=\"" + std::string(k_td) +
+       ";text-align:left\">file</th><th style=\"" + k_td + ";text-align:left\">size</th><th style=\"" + k_td +
+       ";text-align:left\">status</th><th style=\"" + k_td + ";text-align:left\">path</th></tr>";
+  for (const auto& a : attachments) {
+    std::string status = a.attached ? "attached" : "NOT attached";
+    if (!a.note.empty()) {
+      status += ": " + a.note;
+    }
+    std::string path = one_line(a.path);
+    t += "  " + one_line(a.name) + "  " + util::human_size(a.size) + "  " + one_line(status) + "\n    " +
+         path + "\n";
+    h += "<tr><td style=\"" + std::string(k_td) + "\">" + html_escape(one_line(a.name)) + "</td><td style=\"" +
+         k_td + ";white-space:nowrap\">" + util::human_size(a.size) + "</td><td style=\"" + k_td +
+         (a.attached ? "" : ";color:#cf222e") + "\">" + html_escape(one_line(status)) + "</td><td style=\"" +
+         k_td + "\">" + html_escape(path) + "</td></tr>";
+  }
+  h += "</table>";
+
+  std::string footer = one_line("Full log: " + r.log_path + " on " + r.host + ". Sent by gpualert.");
+  t += "\n-- \n" + footer + "\n";
+  h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" + html_escape(footer) +
+       "</p></body></html>\n";
+  return {t, h};
+}
+
+}  // namespace notify

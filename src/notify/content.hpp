@@ -1,0 +1,37 @@
+// notify/content.hpp: what a notice says: subject, text body, HTML body.
+//
+// Pure functions over the run's report, the quoted log excerpt and the
+// attachment table; message assembly (mime.hpp) turns them into MIME. Every
+// piece of job-controlled text is sanitised here: header values lose their
+// control characters (no header injection) and are RFC 2047-encoded later;
+// body text is masked for secrets (log_excerpt) and HTML-escaped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "notify/attachments.hpp"
+#include "notify/log_excerpt.hpp"
+#include "report/run_report.hpp"
+
+namespace notify {
+
+// A run succeeded when its verdict says "success", or, with no verdict, when it exited 0.
+bool is_success(const report::RunReport& r);
+
+// "exit 1 after 2h13m", "killed by SIGKILL after 5m02s", "exit 0 after 42s".
+std::string ending_phrase(const report::RunReport& r);
+
+// "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)" or
+// "[gpualert] succeeded: ...". Sanitised (one line, no control characters), not yet RFC 2047-encoded.
+std::string build_subject(const report::RunReport& r);
+
+struct Bodies {
+  std::string text;
+  std::string html;
+};
+
+Bodies build_bodies(const report::RunReport& r, const LogExcerpt& excerpt,
+                    const std::vector<Attachment>& attachments, uint64_t budget);
+
+}  // namespace notify

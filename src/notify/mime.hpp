@@ -1,0 +1,44 @@
+// notify/mime.hpp: assembling a notice into one RFC 5322 message, with libcurl's MIME API.
+//
+// WHY RENDERING: the outbox must hold the complete message before any delivery
+// is attempted (so that `outbox flush` sends exactly what was saved, and a mail
+// reader can open it), but curl_mime only produces bytes while a transfer runs;
+// it has no "serialise to buffer" call. So render_message() runs one SMTP
+// transfer whose peer is in-process: a thread listens on a randomly named
+// socket in Linux's abstract AF_UNIX namespace (CURLOPT_ABSTRACT_UNIX_SOCKET:
+// no file, no TCP port, no network) and plays a minimal SMTP server, recording
+// what follows DATA and removing the dot-stuffing. The message therefore carries exactly the MIME
+// structure, boundaries, quoted-printable and base64 that libcurl generates.
+// Delivery (smtp.hpp) then uploads those bytes unchanged.
+//
+// Structure: multipart/mixed { multipart/alternative { text/plain, text/html },
+// attachments... }. Header values are sanitised and RFC 2047-encoded here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "notify/attachments.hpp"
+#include "util/result.hpp"
+
+namespace notify {
+
+struct MailParts {
+  std::string from;
+  std::vector<std::string> to;  // empty: "To: undisclosed-recipients:;"
+  std::string subject;          // plain UTF-8; sanitised and encoded here
+  std::string text, html;
+  std::vector<Attachment> attachments;  // only those with attached == true are included
+  std::string message_id;       // without angle brackets; generated when empty
+  std::vector<std::string> extra_headers;  // "X-Gpualert-Run: ..." (sanitised here)
+};
+
+// Builds the curl_mime structure and renders it. Fails only when libcurl fails.
+util::Result<std::string> render_message(const MailParts& parts);
+
+// RFC 5322 date of now, e.g. "Sun, 29 Nov 2026 18:40:00 +0100".
+std::string rfc5322_date();
+// A unique Message-ID (no brackets): "<time>.<pid>.<random>@<host>".
+std::string new_message_id();
+
+}  // namespace notify

@@ -1,0 +1,113 @@
+#include "notify/notify.hpp"
+
+#include <exception>
+
+#include "notify/content.hpp"
+#include "notify/deliver.hpp"
+#include "notify/notice.hpp"
+#include "notify/outbox.hpp"
+#include "notify/transport.hpp"
+
+namespace notify {
+
+namespace {
+
+Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
+  Outcome out;
+  auto notice = build_notice(rn, config);
+  if (!notice) {
+    out.detail = "cannot build the notification: " + notice.error();
+    return out;
+  }
+  Outbox outbox(outbox_dir(config), sent_dir(config));
+  std::vector<std::string> ids;
+  bool smtp = !config.smtp_url.empty() || !has_channel(config);
+  std::string first_queued;
+  if (smtp) {
+    EntryMeta m;
+    m.channel = "smtp";
+    m.to = config.to;
+    m.subject = notice->subject;
+    m.run_dir = rn.run_dir;
+    auto added = outbox.add(m, notice->message);
+    if (!added) {
+      out.detail = added.error();
+    } else {
+      ids.push_back(added->id);
+      first_queued = outbox.payload_path(*added);
+    }
+  }
+  if (!config.webhook_url.empty()) {
+    EntryMeta m;
+    m.channel = "webhook";
+    m.format = config.webhook_format;
+    m.subject = notice->subject;
+    m.run_dir = rn.run_dir;
+    auto added = outbox.add(m, notice->webhook_payload);
+    if (!added) {
+      out.detail += (out.detail.empty() ? "" : "; ") + added.error();
+    } else {
+      ids.push_back(added->id);
+    }
+  }
+  if (ids.empty()) {
+    return out;  // not even the outbox could be written: detail says why
+  }
+  if (!has_channel(config)) {
+    out.queued = true;
+    out.where = first_queued;
+    out.detail = "no SMTP or webhook configured: the message is in " + first_queued +
+                 "; set GPUALERT_SMTP_URL and GPUALERT_TO (or smtp_url/to in the config file), "
+                 "then run `gpualert outbox flush`";
+    return out;
+  }
+  auto results = deliver_isolated(config, outbox, ids, config.notify_timeout);
+  bool all_ok = true;
+  std::vector<std::string> where;
+  for (const auto& r : results) {
+    std::string channel = r.channel.empty() ? "delivery" : r.channel;
+    if (r.ok) {
+      where.push_back(channel == "webhook" ? "webhook" : redact_url(config.smtp_url));
+    } else {
+      all_ok = false;
+      out.detail += (out.detail.empty() ? "" : "; ") + channel + ": " + r.reason;
+    }
+  }
+  out.delivered = all_ok;
+  out.queued = !all_ok;
+  for (const auto& w : where) {
+    out.where += (out.where.empty() ? "" : ", ") + w;
+  }
+  if (!all_ok) {
+    out.where += (out.where.empty() ? "" : "; ") + std::string("left in ") + outbox.dir();
+  }
+  return out;
+}
+
+}  // namespace
+
+bool should_notify(const Config& config, const report::RunReport& r) {
+  if (config.notify_when == "never") {
+    return false;
+  }
+  if (config.notify_when == "failure") {
+    return !is_success(r);
+  }
+  return true;
+}
+
+Outcome notify_run(const RunNotice& rn, const Config& config) {
+  try {
+    return notify_run_or_throw(rn, config);
+  } catch (const std::exception& e) {
+    Outcome out;
+    out.detail = std::string("notification failed: ") + e.what();
+    return out;
+  } catch (...) {
+    Outcome out;
+    out.detail = "notification failed: unknown error";
+    return out;
+  }
+}
+
+}  // namespace notify

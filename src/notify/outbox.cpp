@@ -1,0 +1,260 @@
+#include "notify/outbox.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <random>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "util/text.hpp"
+
+namespace notify {
+
+namespace {
+
+using nlohmann::json;
+
+json to_json(const EntryMeta& m) {
+  return {{"id", m.id},           {"channel", m.channel},     {"format", m.format},
+          {"to", m.to},           {"subject", m.subject},     {"run_dir", m.run_dir},
+          {"created", m.created}, {"attempts", m.attempts},   {"last_attempt", m.last_attempt},
+          {"last_error", m.last_error}};
+}
+
+EntryMeta from_json(const json& j) {
+  EntryMeta m;
+  m.id = j.value("id", "");
+  m.channel = j.value("channel", "smtp");
+  m.format = j.value("format", "");
+  m.to = j.value("to", std::vector<std::string>{});
+  m.subject = j.value("subject", "");
+  m.run_dir = j.value("run_dir", "");
+  m.created = j.value("created", "");
+  m.attempts = j.value("attempts", 0);
+  m.last_attempt = j.value("last_attempt", "");
+  m.last_error = j.value("last_error", "");
+  return m;
+}
+
+std::string new_id() {
+  std::random_device rd;
+  char buf[96];
+  std::time_t now = std::time(nullptr);
+  std::snprintf(buf, sizeof buf, "%s.%d.%08x", util::compact_local(now).c_str(), ::getpid(), rd());
+  return buf;
+}
+
+util::Status write_synced(const std::string& path, std::string_view data) {
+  util::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    return util::errno_error("create " + path);
+  }
+  if (auto st = util::write_all(fd.get(), data); !st) {
+    return util::Error{"write " + path + ": " + st.error()};
+  }
+  if (::fsync(fd.get()) != 0) {
+    return util::errno_error("fsync " + path);
+  }
+  return util::ok_status();
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void prune_sent(const std::string& sent) {
+  DIR* d = ::opendir(sent.c_str());
+  if (!d) {
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') {
+      names.emplace_back(e->d_name);
+    }
+  }
+  ::closedir(d);
+  if (names.size() <= k_sent_keep) {
+    return;
+  }
+  std::sort(names.begin(), names.end());  // ids start with the time: oldest first
+  for (size_t i = 0; i + k_sent_keep < names.size(); ++i) {
+    ::unlink((sent + "/" + names[i]).c_str());
+  }
+}
+
+}  // namespace
+
+std::string payload_extension(const std::string& channel) { return channel == "webhook" ? ".json" : ".eml"; }
+
+Outbox::Outbox(std::string dir, std::string sent) : m_dir(std::move(dir)), m_sent(std::move(sent)) {}
+
+std::string Outbox::meta_path(const std::string& id) const { return m_dir + "/new/" + id + ".meta"; }
+
+std::string Outbox::payload_path(const EntryMeta& meta) const {
+  return m_dir + "/new/" + meta.id + payload_extension(meta.channel);
+}
+
+util::Result<EntryMeta> Outbox::add(EntryMeta meta, std::string_view payload) {
+  for (const char* sub : {"/tmp", "/new"}) {
+    if (auto st = util::make_dirs(m_dir + sub, 0700); !st) {
+      return util::Error{"outbox: " + st.error()};
+    }
+  }
+  meta.id = new_id() + "." + meta.channel;
+  meta.created = util::iso8601_local(std::time(nullptr));
+  std::string ext = payload_extension(meta.channel);
+  std::string tmp_payload = m_dir + "/tmp/" + meta.id + ext;
+  std::string tmp_meta = m_dir + "/tmp/" + meta.id + ".meta";
+  auto fail = [&](const std::string& why) {
+    ::unlink(tmp_payload.c_str());
+    ::unlink(tmp_meta.c_str());
+    return util::Error{"outbox: " + why};
+  };
+  if (auto st = write_synced(tmp_payload, payload); !st) {
+    return fail(st.error());
+  }
+  if (auto st = write_synced(tmp_meta, to_json(meta).dump(2) + "\n"); !st) {
+    return fail(st.error());
+  }
+  if (::rename(tmp_payload.c_str(), payload_path(meta).c_str()) != 0) {
+    return fail(util::errno_error("rename " + tmp_payload).message);
+  }
+  if (::rename(tmp_meta.c_str(), meta_path(meta.id).c_str()) != 0) {
+    ::unlink(payload_path(meta).c_str());
+    return fail(util::errno_error("rename " + tmp_meta).message);
+  }
+  if (auto st = util::fsync_dir(m_dir + "/new"); !st) {
+    return util::Error{"outbox: " + st.error()};
+  }
+  return meta;
+}
+
+util::Result<std::vector<EntryMeta>> Outbox::list() const {
+  std::vector<EntryMeta> out;
+  std::string dir = m_dir + "/new";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    if (errno == ENOENT) {
+      return out;
+    }
+    return util::errno_error("open " + dir);
+  }
+  std::vector<std::string> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (ends_with(name, ".meta")) {
+      ids.push_back(name.substr(0, name.size() - 5));
+    }
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  for (const auto& id : ids) {
+    auto text = util::read_file(meta_path(id));
+    if (!text) {
+      continue;  // delivered meanwhile
+    }
+    json j = json::parse(*text, nullptr, false);
+    EntryMeta m;
+    if (j.is_object()) {
+      try {
+        m = from_json(j);
+      } catch (const json::exception& e) {
+        m.last_error = std::string("sidecar: ") + e.what();
+      }
+    } else {
+      m.last_error = "sidecar is not valid JSON";
+    }
+    m.id = id;
+    if (m.channel.empty()) {
+      m.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
+  auto text = util::read_file(meta_path(id));
+  if (!text) {
+    return ClaimedEntry{};
+  }
+  json j = json::parse(*text, nullptr, false);
+  EntryMeta meta;
+  try {
+    meta = j.is_object() ? from_json(j) : EntryMeta{};
+  } catch (const json::exception&) {
+  }
+  meta.id = id;
+  if (meta.channel.empty()) {
+    meta.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+  }
+  std::string path = payload_path(meta);
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return ClaimedEntry{};
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return ClaimedEntry{};
+    }
+    return util::errno_error("flock " + path);
+  }
+  // Whoever held the lock before us may have delivered it: the entry must still be there.
+  struct stat held {}, now {};
+  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0 || held.st_ino != now.st_ino ||
+      ::access(meta_path(id).c_str(), F_OK) != 0) {
+    return ClaimedEntry{};
+  }
+  // Re-read the sidecar now that we hold the lock (attempts may have changed).
+  if (auto again = util::read_file(meta_path(id)); again) {
+    json j2 = json::parse(*again, nullptr, false);
+    if (j2.is_object()) {
+      try {
+        EntryMeta m2 = from_json(j2);
+        m2.id = id;
+        m2.channel = meta.channel;
+        meta = m2;
+      } catch (const json::exception&) {
+      }
+    }
+  }
+  return ClaimedEntry(std::move(meta), std::move(fd));
+}
+
+util::Result<std::string> Outbox::payload(const EntryMeta& meta) const { return util::read_file(payload_path(meta)); }
+
+util::Status Outbox::write_meta(const EntryMeta& meta) const {
+  return util::write_file_atomic(meta_path(meta.id), to_json(meta).dump(2) + "\n", 0600);
+}
+
+util::Status Outbox::record_failure(ClaimedEntry& entry, const std::string& reason) const {
+  EntryMeta& m = entry.meta();
+  m.attempts += 1;
+  m.last_attempt = util::iso8601_local(std::time(nullptr));
+  m.last_error = reason;
+  return write_meta(m);
+}
+
+util::Status Outbox::mark_sent(ClaimedEntry& entry) const {
+  const EntryMeta& m = entry.meta();
+  // The sidecar goes first: from then on nobody lists or claims the entry.
+  if (::unlink(meta_path(m.id).c_str()) != 0 && errno != ENOENT) {
+    return util::errno_error("unlink " + meta_path(m.id));
+  }
+  std::string from = payload_path(m);
+  if (util::make_dirs(m_sent, 0700) && ::rename(from.c_str(), (m_sent + "/" + m.id + payload_extension(m.channel)).c_str()) == 0) {
+    prune_sent(m_sent);
+  } else {
+    ::unlink(from.c_str());
+  }
+  return util::fsync_dir(m_dir + "/new");
+}
+
+}  // namespace notify

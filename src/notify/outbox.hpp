@@ -1,0 +1,88 @@
+// notify/outbox.hpp: the durable queue of notices not yet delivered.
+//
+// FORMAT (Maildir-style, under <state_dir>/outbox):
+//   tmp/            entries being written (never read by anyone else)
+//   new/ID.eml      the payload: a complete RFC 5322 message (SMTP channel), or
+//   new/ID.json     the JSON body to POST (webhook channel)
+//   new/ID.meta     sidecar JSON: channel, webhook format, recipients, subject,
+//                   run dir, created, attempts, last_attempt, last_error
+// add() writes both files in tmp/, fsyncs them, renames the payload then the
+// sidecar into new/ and fsyncs new/: an entry exists (is listed) once its
+// sidecar is in new/, and is complete from that moment.
+//
+// Delivery claims an entry with flock() on its payload file (which is never
+// rewritten, unlike the sidecar), so `outbox flush`, the background flush and
+// notify_run never send the same entry twice at the same time. On success the
+// sidecar is removed and the payload moved to <state_dir>/sent/ (the last
+// k_sent_keep are kept, for the record); on failure the sidecar is rewritten
+// atomically with the attempt count and the reason.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/fd.hpp"
+#include "util/result.hpp"
+
+namespace notify {
+
+struct EntryMeta {
+  std::string id;
+  std::string channel;          // "smtp" | "webhook"
+  std::string format;           // webhook: "slack" | "json"
+  std::vector<std::string> to;  // smtp: recipients at queue time (empty: use the config's at flush)
+  std::string subject;
+  std::string run_dir;
+  std::string created;          // ISO 8601
+  int attempts = 0;
+  std::string last_attempt;
+  std::string last_error;
+};
+
+// An entry held for delivery by this process (flock on its payload).
+class ClaimedEntry {
+public:
+  ClaimedEntry() = default;
+  ClaimedEntry(EntryMeta meta, util::UniqueFd lock) : m_meta(std::move(meta)), m_lock(std::move(lock)) {}
+  bool valid() const { return m_lock.valid(); }
+  EntryMeta& meta() { return m_meta; }
+  const EntryMeta& meta() const { return m_meta; }
+
+private:
+  EntryMeta m_meta;
+  util::UniqueFd m_lock;
+};
+
+inline constexpr size_t k_sent_keep = 50;
+
+class Outbox {
+public:
+  // dir: <state_dir>/outbox; sent: <state_dir>/sent.
+  Outbox(std::string dir, std::string sent);
+
+  // Writes a new entry atomically; fills meta.id and meta.created.
+  util::Result<EntryMeta> add(EntryMeta meta, std::string_view payload);
+  // Entries in new/, oldest first. Unreadable sidecars come back with last_error set.
+  util::Result<std::vector<EntryMeta>> list() const;
+  // Locks the entry for delivery. Not valid (and no error) when another
+  // process holds it or it is gone.
+  util::Result<ClaimedEntry> claim(const std::string& id) const;
+  util::Result<std::string> payload(const EntryMeta& meta) const;
+  // After a failed attempt: attempts+1, reason, time; the entry stays.
+  util::Status record_failure(ClaimedEntry& entry, const std::string& reason) const;
+  // After success: the entry leaves new/ for sent/.
+  util::Status mark_sent(ClaimedEntry& entry) const;
+
+  std::string payload_path(const EntryMeta& meta) const;
+  const std::string& dir() const { return m_dir; }
+
+private:
+  std::string meta_path(const std::string& id) const;
+  util::Status write_meta(const EntryMeta& meta) const;
+  std::string m_dir, m_sent;
+};
+
+std::string payload_extension(const std::string& channel);
+
+}  // namespace notify

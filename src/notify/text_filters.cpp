@@ -1,0 +1,262 @@
+#include "notify/text_filters.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <regex>
+
+namespace notify {
+
+std::string strip_ansi(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  size_t i = 0;
+  while (i < line.size()) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c != 0x1b) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (i + 1 >= line.size()) {
+      break;
+    }
+    char kind = line[i + 1];
+    i += 2;
+    if (kind == '[') {  // CSI: parameters, intermediates, one final byte
+      while (i < line.size() && static_cast<unsigned char>(line[i]) >= 0x20 &&
+             static_cast<unsigned char>(line[i]) <= 0x3f) {
+        ++i;
+      }
+      if (i < line.size()) {
+        ++i;
+      }
+    } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^') {  // OSC/DCS: to BEL or ST
+      while (i < line.size()) {
+        if (line[i] == '\a') {
+          ++i;
+          break;
+        }
+        if (line[i] == 0x1b && i + 1 < line.size() && line[i + 1] == '\\') {
+          i += 2;
+          break;
+        }
+        ++i;
+      }
+    } else if (kind == '(' || kind == ')' || kind == '#') {  // charset selection: one more byte
+      if (i < line.size()) {
+        ++i;
+      }
+    }
+  }
+  return out;
+}
+
+std::string collapse_redraws(std::string_view line) {
+  while (!line.empty() && line.back() == '\r') {
+    line.remove_suffix(1);
+  }
+  size_t cr = line.rfind('\r');
+  while (cr != std::string_view::npos) {
+    std::string_view last = line.substr(cr + 1);
+    if (!last.empty()) {
+      return std::string(last);
+    }
+    line = line.substr(0, cr);
+    cr = line.rfind('\r');
+  }
+  return std::string(line);
+}
+
+std::string valid_utf8(std::string_view s) {
+  static constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t min = 0;
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2;
+      min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3;
+      min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4;
+      min = 0x10000;
+    }
+    bool good = len != 0 && i + len <= s.size();
+    uint32_t cp = len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; good && k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      good = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    good = good && cp >= min && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+    if (good) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += k_replacement;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string clean_log_line(std::string_view raw) {
+  std::string text = valid_utf8(collapse_redraws(strip_ansi(raw)));
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 || c == '\t') {
+      out += c != 0x7f ? c : '?';
+    }
+  }
+  return out;
+}
+
+std::string mask_secrets(std::string_view line) {
+  using std::regex;
+  static const auto k_flags = regex::ECMAScript | regex::icase | regex::optimize;
+  // Names that end in a secret word, then '=' or ':' (env, YAML, JSON, INI, logs).
+  static const regex k_assign(
+      R"(([A-Za-z0-9_.-]*(token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key)["']?\s*[:=]\s*["']?))"
+      R"(([^\s"',;]+))",
+      k_flags);
+  // Command-line flags: --hf-token VALUE, --password=VALUE.
+  static const regex k_flag(
+      R"((--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key)(=|\s+)["']?)([^\s"',;-][^\s"',;]*))",
+      k_flags);
+  static const regex k_auth(R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
+                            k_flags);
+  static const regex k_bearer(R"((\bbearer\s+)([A-Za-z0-9._~+/=-]{8,}))", k_flags);
+  static const regex k_url_creds(R"((://[^/\s:@]+:)([^/\s@]+)(@))", k_flags);
+  static const regex k_shapes(
+      R"(\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b)",
+      regex::ECMAScript | regex::optimize);
+  std::string s(line);
+  const std::string mask(k_mask);
+  s = std::regex_replace(s, k_auth, "$1" + mask);
+  s = std::regex_replace(s, k_bearer, "$1" + mask);
+  s = std::regex_replace(s, k_assign, "$1" + mask);
+  s = std::regex_replace(s, k_flag, "$1" + mask);
+  s = std::regex_replace(s, k_url_creds, "$1" + mask + "$3");
+  s = std::regex_replace(s, k_shapes, mask);
+  return s;
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string sanitize_header_value(std::string_view text, size_t max_chars) {
+  std::string flat;
+  bool space = false;
+  for (char c : valid_utf8(text)) {
+    unsigned char u = static_cast<unsigned char>(c);
+    bool ws = u < 0x20 || u == 0x7f || c == ' ';
+    if (ws) {
+      space = !flat.empty();
+      continue;
+    }
+    if (space) {
+      flat += ' ';
+      space = false;
+    }
+    flat += c;
+  }
+  if (flat.size() > max_chars) {
+    size_t cut = max_chars > 3 ? max_chars - 3 : 0;
+    while (cut > 0 && (static_cast<unsigned char>(flat[cut]) & 0xc0) == 0x80) {
+      --cut;  // never split a UTF-8 sequence
+    }
+    flat = flat.substr(0, cut) + "...";
+  }
+  return flat;
+}
+
+std::string rfc2047_encode(std::string_view value) {
+  bool plain = value.find("=?") == std::string_view::npos;
+  for (char c : value) {
+    unsigned char u = static_cast<unsigned char>(c);
+    plain = plain && u >= 0x20 && u < 0x7f;
+  }
+  if (plain) {
+    return std::string(value);
+  }
+  // Q encoding; each word holds whole characters so it decodes on its own.
+  static constexpr size_t k_payload = 54;
+  static constexpr char k_hex[] = "0123456789ABCDEF";
+  std::string out, word;
+  auto flush = [&] {
+    if (!word.empty()) {
+      out += (out.empty() ? "" : "\r\n ") + ("=?UTF-8?Q?" + word) + "?=";
+      word.clear();
+    }
+  };
+  size_t i = 0;
+  while (i < value.size()) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+    len = std::min(len, value.size() - i);
+    std::string enc;
+    for (size_t k = 0; k < len; ++k) {
+      unsigned char b = static_cast<unsigned char>(value[i + k]);
+      if (b == ' ') {
+        enc += '_';
+      } else if (std::isalnum(b) && b < 0x80) {
+        enc += static_cast<char>(b);
+      } else if (b == '!' || b == '*' || b == '+' || b == '-' || b == '/') {
+        enc += static_cast<char>(b);
+      } else {
+        enc += '=';
+        enc += k_hex[b >> 4];
+        enc += k_hex[b & 15];
+      }
+    }
+    if (word.size() + enc.size() > k_payload) {
+      flush();
+    }
+    word += enc;
+    i += len;
+  }
+  flush();
+  return out;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+}  // namespace notify

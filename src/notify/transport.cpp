@@ -1,0 +1,236 @@
+#include "notify/transport.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include <curl/curl.h>
+
+#include "notify/text_filters.hpp"
+#include "util/text.hpp"
+
+namespace notify {
+
+namespace {
+
+struct CurlDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+};
+
+struct Upload {
+  std::string_view rest;
+};
+
+size_t read_upload(char* buf, size_t size, size_t n, void* userp) {
+  auto* up = static_cast<Upload*>(userp);
+  size_t len = std::min(size * n, up->rest.size());
+  std::memcpy(buf, up->rest.data(), len);
+  up->rest.remove_prefix(len);
+  return len;
+}
+
+size_t collect(char* buf, size_t size, size_t n, void* userp) {
+  auto* s = static_cast<std::string*>(userp);
+  if (s->size() < 4096) {
+    s->append(buf, std::min<size_t>(size * n, 4096 - s->size()));
+  }
+  return size * n;
+}
+
+// Keeps the server's last reply line: libcurl's error text has the code, not the words.
+int trace(CURL*, curl_infotype type, char* data, size_t size, void* userp) {
+  if (type == CURLINFO_HEADER_IN) {
+    std::string line(data, size);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
+      line.pop_back();
+    }
+    *static_cast<std::string*>(userp) = clean_log_line(line);
+  }
+  return 0;
+}
+
+std::string stage_of(CURLcode rc, long response) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return "DNS";
+    case CURLE_COULDNT_CONNECT:
+      return "connect";
+    case CURLE_OPERATION_TIMEDOUT:
+      return "timeout";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+      return "TLS";
+    case CURLE_LOGIN_DENIED:
+    case CURLE_AUTH_ERROR:
+      return "AUTH";
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return "config";
+    default:
+      return response >= 400 ? "server" : "protocol";
+  }
+}
+
+bool plausible_smtp_url(const std::string& url) {
+  return url.rfind("smtp://", 0) == 0 || url.rfind("smtps://", 0) == 0;
+}
+
+void common_options(CURL* c, std::chrono::milliseconds timeout, char* err, std::string* last_reply) {
+  long total = std::max<long>(1, static_cast<long>(timeout.count()));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 15000));
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, trace);
+  curl_easy_setopt(c, CURLOPT_DEBUGDATA, last_reply);
+  curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);  // needed for the trace callback; it prints nothing itself
+}
+
+SendResult finish(CURL* c, CURLcode rc, const char* err, const std::string& last_reply) {
+  SendResult r;
+  r.curl_code = rc;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.response);
+  if (rc == CURLE_OK) {
+    r.ok = true;
+    return r;
+  }
+  r.stage = stage_of(rc, r.response);
+  r.detail = err[0] ? std::string(err) : std::string(curl_easy_strerror(rc));
+  if (r.response >= 400 && !last_reply.empty()) {
+    r.detail += "; server said: " + last_reply;
+  }
+  r.detail += " (curl " + std::to_string(rc) + ")";
+  return r;
+}
+
+}  // namespace
+
+std::string redact_url(const std::string& url) {
+  auto scheme = url.find("://");
+  auto at = url.find('@');
+  auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme != std::string::npos && at != std::string::npos && (slash == std::string::npos || at < slash)) {
+    return url.substr(0, scheme + 3) + url.substr(at + 1);
+  }
+  return url;
+}
+
+std::string bare_address(const std::string& addr) {
+  auto lt = addr.rfind('<');
+  auto gt = addr.rfind('>');
+  if (lt != std::string::npos && gt != std::string::npos && gt > lt) {
+    return addr.substr(lt + 1, gt - lt - 1);
+  }
+  return addr;
+}
+
+SendResult smtp_send(const Config& config, const std::vector<std::string>& to, std::string_view message,
+                     std::chrono::milliseconds timeout) {
+  SendResult bad;
+  bad.stage = "config";
+  if (config.smtp_url.empty()) {
+    bad.detail = "no SMTP server configured (GPUALERT_SMTP_URL or smtp_url in the config file)";
+    return bad;
+  }
+  if (!plausible_smtp_url(config.smtp_url)) {
+    bad.detail = "SMTP URL must start with smtp:// or smtps://: " + redact_url(config.smtp_url);
+    return bad;
+  }
+  if (to.empty()) {
+    bad.detail = "no recipient (GPUALERT_TO, --to, or `to` in the config file)";
+    return bad;
+  }
+  auto password = smtp_password(config);
+  if (!password) {
+    bad.detail = password.error();
+    return bad;
+  }
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) {
+    bad.detail = "curl_easy_init failed";
+    return bad;
+  }
+  CURL* c = curl.get();
+  char err[CURL_ERROR_SIZE] = "";
+  std::string last_reply;
+  common_options(c, timeout, err, &last_reply);
+  curl_easy_setopt(c, CURLOPT_URL, config.smtp_url.c_str());
+  bool has_login = !config.smtp_user.empty();
+  // STARTTLS whenever offered; insisted on when we would otherwise send a password in clear.
+  curl_easy_setopt(c, CURLOPT_USE_SSL, has_login ? CURLUSESSL_ALL : CURLUSESSL_TRY);
+  if (!config.smtp_ca_file.empty()) {
+    curl_easy_setopt(c, CURLOPT_CAINFO, config.smtp_ca_file.c_str());
+  }
+  if (has_login) {
+    curl_easy_setopt(c, CURLOPT_USERNAME, config.smtp_user.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, password->c_str());
+  }
+  std::string from = "<" + bare_address(config.from.empty() ? "gpualert@" + util::hostname() : config.from) + ">";
+  curl_easy_setopt(c, CURLOPT_MAIL_FROM, from.c_str());
+  std::unique_ptr<curl_slist, SlistDeleter> rcpt;
+  for (const auto& addr : to) {
+    std::string a = "<" + sanitize_header_value(bare_address(addr), 254) + ">";
+    rcpt.reset(curl_slist_append(rcpt.release(), a.c_str()));
+  }
+  curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt.get());
+  Upload up{message};
+  curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+  curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
+  curl_easy_setopt(c, CURLOPT_READDATA, &up);
+  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(message.size()));
+  CURLcode rc = curl_easy_perform(c);
+  return finish(c, rc, err, last_reply);
+}
+
+SendResult webhook_post(const Config& config, std::string_view json, std::chrono::milliseconds timeout) {
+  SendResult bad;
+  bad.stage = "config";
+  if (config.webhook_url.empty()) {
+    bad.detail = "no webhook configured (GPUALERT_WEBHOOK_URL)";
+    return bad;
+  }
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) {
+    bad.detail = "curl_easy_init failed";
+    return bad;
+  }
+  CURL* c = curl.get();
+  char err[CURL_ERROR_SIZE] = "";
+  std::string last_reply, body;
+  common_options(c, timeout, err, &last_reply);
+  curl_easy_setopt(c, CURLOPT_URL, config.webhook_url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (!config.smtp_ca_file.empty()) {
+    curl_easy_setopt(c, CURLOPT_CAINFO, config.smtp_ca_file.c_str());
+  }
+  std::unique_ptr<curl_slist, SlistDeleter> hdrs(curl_slist_append(nullptr, "Content-Type: application/json"));
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs.get());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, json.data());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json.size()));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(c);
+  SendResult r = finish(c, rc, err, last_reply);
+  if (r.ok && (r.response < 200 || r.response >= 300)) {
+    r.ok = false;
+    r.stage = "HTTP";
+    r.detail = redact_url(config.webhook_url) + " answered " + std::to_string(r.response) + ": " +
+               sanitize_header_value(body, 200);
+  }
+  return r;
+}
+
+}  // namespace notify
