@@ -55,6 +55,10 @@ private:
   friend util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
 };
 
+// The default rules with each file of `extra` merged on top, in order, references
+// checked: what `run --rules`, `classify --rules` and `eval --rules` use.
+util::Result<RuleSet> load_rules(const std::vector<std::string>& extra);
+
 class Scanner {
 public:
   explicit Scanner(const RuleSet& rules);

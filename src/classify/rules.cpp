@@ -366,6 +366,34 @@ util::Status RuleSet::merge(const RuleSet& other) {
   return util::ok_status();
 }
 
+util::Result<RuleSet> load_rules(const std::vector<std::string>& extra) {
+  auto rules = RuleSet::load_default();
+  if (!rules) {
+    return rules;
+  }
+  for (const auto& path : extra) {
+    auto more = RuleSet::load_file(path);
+    if (!more) {
+      return more;
+    }
+    if (auto st = rules->merge(*more); !st) {
+      return util::Error{st.error()};
+    }
+  }
+  auto errors = rules->check_references();
+  if (!errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) {
+      all += (all.empty() ? "" : "\n") + e;
+    }
+    return util::Error{all};
+  }
+  if (auto compiled = compiled_rules(*rules); !compiled) {
+    return util::Error{compiled.error()};
+  }
+  return rules;
+}
+
 std::vector<std::string> RuleSet::check_references() const {
   std::set<std::string> ids;
   for (const Rule& r : m_impl->rules) {

@@ -1,0 +1,56 @@
+// cli/cmd_eval.cpp: `gpualert eval`, the rules measured on labelled cases beside
+// two baselines (see classify/evaluate.hpp).
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "classify/evaluate.hpp"
+#include "cli/commands.hpp"
+
+namespace cli {
+
+int cmd_eval(int argc, char** argv) {
+  CLI::App app{"Score the rules on corpus cases (directories holding case.json).",
+               "gpualert eval"};
+  std::vector<std::string> roots, rule_files;
+  bool json = false;
+  app.add_flag("--json", json, "print the scores as JSON");
+  app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  app.add_option("DIR", roots, "corpus roots, searched at any depth")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpualert: error: %s\n", e.what());
+    return 2;
+  }
+  auto rules = classify::load_rules(rule_files);
+  if (!rules) {
+    std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
+    return 1;
+  }
+  auto result = classify::evaluate(*rules, roots);
+  if (!result) {
+    std::fprintf(stderr, "gpualert: error: %s\n", result.error().c_str());
+    return 1;
+  }
+  if (result->cases.empty()) {
+    std::fprintf(stderr, "gpualert: error: no readable case (a directory with case.json and "
+                         "output.log) under the given directories\n");
+    return 1;
+  }
+  for (const auto& s : result->skipped) {
+    std::fprintf(stderr, "gpualert: warning: skipped %s\n", s.c_str());
+  }
+  if (json) {
+    std::cout << classify::to_json(*result).dump(2) << "\n";
+  } else {
+    std::cout << classify::to_text(*result);
+  }
+  return 0;
+}
+
+}  // namespace cli
