@@ -110,7 +110,9 @@ void fill_windows(const std::string& path, std::vector<EvidenceWindow*> windows)
       }
     }
     for (uint64_t n = w->hit > k_context_lines ? w->hit - k_context_lines : 1; n <= w->hit + k_context_lines; ++n) {
-      if (auto it = wanted.find(n); it != wanted.end() && it->second) {
+      auto it = wanted.find(n);
+      bool wrapper_line = it != wanted.end() && it->second && it->second->rfind(report::k_marker, 0) == 0;
+      if (it != wanted.end() && it->second && (n == w->hit || !wrapper_line)) {
         w->context.push_back({n, *it->second});
       }
     }
