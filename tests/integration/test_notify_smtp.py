@@ -6,10 +6,12 @@ refused port, the embedded default (outbox only) and outbox flush.
 """
 import gzip
 import os
+import sys
 import time
 import unittest
 
-from notify_common import BIN, Env, parse, text_parts
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from notify_env import BIN, Env, parse, text_parts
 from runfixture import OOM_EVIDENCE, OOM_LINES, make_run
 from servers import SilentServer, SmtpSink, closed_port, make_cert
 
@@ -18,7 +20,6 @@ def smtp_url(port):
     return f"smtp://127.0.0.1:{port}"
 
 
-@unittest.skipUnless(BIN and os.path.exists(BIN), "GPUALERT_BIN not built")
 class SmtpDelivery(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -2,14 +2,15 @@
 Slack-compatible JSON, the generic report.json POST, a failing endpoint kept in the outbox."""
 import json
 import os
+import sys
 import unittest
 
-from notify_common import BIN, Env
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from notify_env import BIN, Env
 from runfixture import OOM_EVIDENCE, OOM_LINES, make_run
 from servers import HttpReceiver, SmtpSink
 
 
-@unittest.skipUnless(BIN and os.path.exists(BIN), "GPUALERT_BIN not built")
 class WebhookDelivery(unittest.TestCase):
     def setUp(self):
         self.env = Env()

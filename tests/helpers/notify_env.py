@@ -3,13 +3,13 @@ import email
 import email.policy
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-
 BIN = os.environ.get("GPUALERT_BIN", "")
+if not BIN or not os.access(BIN, os.X_OK):
+    # Not a skip: a missing binary must fail the suite, not pass it silently.
+    raise RuntimeError(f"GPUALERT_BIN must name the built gpualert binary (got {BIN!r})")
 
 
 class Env:
