@@ -1,0 +1,104 @@
+#include "notify/config.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace notify {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpualert-config-XXXXXX";
+    m_root = mkdtemp(tmpl);
+    for (const char* v : {"GPUALERT_SMTP_URL", "GPUALERT_TO", "GPUALERT_CONFIG", "GPUALERT_NOTIFY_TIMEOUT",
+                          "GPUALERT_WEBHOOK_FORMAT", "GPUALERT_STATE_DIR"}) {
+      unsetenv(v);
+    }
+    setenv("XDG_CONFIG_HOME", (m_root + "/xdg").c_str(), 1);
+  }
+  void TearDown() override {
+    std::system(("rm -rf " + m_root).c_str());
+    unsetenv("GPUALERT_SMTP_URL");
+    unsetenv("GPUALERT_TO");
+    unsetenv("GPUALERT_NOTIFY_TIMEOUT");
+  }
+  std::string file(const std::string& text) {
+    std::string p = m_root + "/c.toml";
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string m_root;
+};
+
+TEST_F(ConfigTest, ReadsTheFile) {
+  auto c = load_config(file("smtp_url = \"smtps://mail:465\"\nto = [\"a@x\", \"b@y\"]\nnotify_timeout = \"90s\"\n"
+                            "budget = \"1MiB\"\nwebhook_format = \"json\"\n"));
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->smtp_url, "smtps://mail:465");
+  EXPECT_EQ(c->to, (std::vector<std::string>{"a@x", "b@y"}));
+  EXPECT_EQ(c->notify_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(c->budget_bytes, 1u << 20);
+  EXPECT_EQ(c->webhook_format, "json");
+}
+
+TEST_F(ConfigTest, EnvironmentOverridesTheFile) {
+  setenv("GPUALERT_SMTP_URL", "smtp://env:25", 1);
+  setenv("GPUALERT_TO", "x@y, z@w", 1);
+  setenv("GPUALERT_NOTIFY_TIMEOUT", "5s", 1);
+  auto c = load_config(file("smtp_url = \"smtp://file:25\"\nto = \"f@g\"\n"));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->smtp_url, "smtp://env:25");
+  EXPECT_EQ(c->to, (std::vector<std::string>{"x@y", "z@w"}));
+  EXPECT_EQ(c->notify_timeout, std::chrono::seconds(5));
+}
+
+TEST_F(ConfigTest, SyntaxErrorNamesFileAndLine) {
+  std::string p = file("smtp_url = \"x\"\n\nto = [\n");
+  auto c = load_config(p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().rfind(p + ":", 0), 0u) << c.error();
+}
+
+TEST_F(ConfigTest, WrongTypeAndUnknownKeyNameFileAndLine) {
+  std::string p = file("smtp_url = \"x\"\nnotify_timeout = true\n");
+  auto c = load_config(p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().rfind(p + ":2:", 0), 0u) << c.error();
+  p = file("\n\nsmtp_urll = \"x\"\n");
+  c = load_config(p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().rfind(p + ":3:", 0), 0u) << c.error();
+  EXPECT_NE(c.error().find("unknown key"), std::string::npos);
+}
+
+TEST_F(ConfigTest, MissingExplicitFileIsAnErrorMissingDefaultIsNot) {
+  EXPECT_FALSE(load_config(m_root + "/nope.toml"));
+  auto c = load_config("");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->source.empty());
+}
+
+TEST_F(ConfigTest, PasswordFileFirstLine) {
+  std::ofstream(m_root + "/pw") << "s3cret\nignored\n";
+  Config c;
+  c.smtp_password_file = m_root + "/pw";
+  EXPECT_EQ(*smtp_password(c), "s3cret");
+  c.smtp_password_file = m_root + "/missing";
+  EXPECT_FALSE(smtp_password(c));
+}
+
+TEST_F(ConfigTest, StateDirDefaults) {
+  Config c;
+  setenv("XDG_STATE_HOME", "/xs", 1);
+  EXPECT_EQ(state_dir(c), "/xs/gpualert");
+  EXPECT_EQ(outbox_dir(c), "/xs/gpualert/outbox");
+  c.state_dir = "/explicit";
+  EXPECT_EQ(state_dir(c), "/explicit");
+  unsetenv("XDG_STATE_HOME");
+}
+
+}  // namespace
+}  // namespace notify

@@ -1,0 +1,84 @@
+#include "notify/content.hpp"
+
+#include <gtest/gtest.h>
+
+namespace notify {
+namespace {
+
+report::RunReport failed_run() {
+  report::RunReport r;
+  r.name = "llama-ft";
+  r.host = "gpu-node17";
+  r.duration_s = 2 * 3600 + 13 * 60 + 5;
+  r.exit_code = 1;
+  classify::Verdict v;
+  v.label = "cuda_oom";
+  v.rule = "cuda-oom-torch";
+  v.group = "gpu software";
+  v.action = "smaller batch";
+  r.verdict = v;
+  return r;
+}
+
+TEST(Subject, FailedRunSaysVerdictFirst) {
+  EXPECT_EQ(build_subject(failed_run()), "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)");
+}
+
+TEST(Subject, SucceededRunSaysSo) {
+  report::RunReport r = failed_run();
+  r.exit_code = 0;
+  r.verdict->label = "success";
+  r.duration_s = 302;
+  EXPECT_EQ(build_subject(r), "[gpualert] succeeded: llama-ft on gpu-node17 (exit 0 after 5m02s)");
+  EXPECT_TRUE(is_success(r));
+}
+
+TEST(Subject, SignalDeathNamesTheSignal) {
+  report::RunReport r = failed_run();
+  r.exit_code.reset();
+  r.signal = "SIGKILL";
+  r.verdict->label = "host_oom";
+  r.duration_s = 45;
+  EXPECT_EQ(build_subject(r), "[gpualert] FAILED host_oom: llama-ft on gpu-node17 (killed by SIGKILL after 45s)");
+}
+
+TEST(Subject, WithoutVerdictExitStatusDecides) {
+  report::RunReport r = failed_run();
+  r.verdict.reset();
+  EXPECT_EQ(build_subject(r), "[gpualert] FAILED: llama-ft on gpu-node17 (exit 1 after 2h13m)");
+  r.exit_code = 0;
+  EXPECT_TRUE(is_success(r));
+  EXPECT_EQ(build_subject(r), "[gpualert] succeeded: llama-ft on gpu-node17 (exit 0 after 2h13m)");
+}
+
+TEST(Subject, JobNameCannotBreakTheHeaderLine) {
+  report::RunReport r = failed_run();
+  r.name = "x\r\nBcc: evil@example.com\nX-A: 1";
+  std::string s = build_subject(r);
+  EXPECT_EQ(s.find('\r'), std::string::npos);
+  EXPECT_EQ(s.find('\n'), std::string::npos);
+  EXPECT_EQ(s, "[gpualert] FAILED cuda_oom: x Bcc: evil@example.com X-A: 1 on gpu-node17 (exit 1 after 2h13m)");
+}
+
+TEST(Bodies, HtmlIsEscapedAndSelfContained) {
+  report::RunReport r = failed_run();
+  r.command = "python train.py --tag '<b>bold</b>'";
+  LogExcerpt ex;
+  ex.tail = {"<script>alert(1)</script>"};
+  Attachment a;
+  a.name = "model.pt";
+  a.path = "/w/model.pt";
+  a.size = 3u << 30;
+  a.note = "over budget: needs 3.0 GiB, 9.0 MiB left";
+  Bodies b = build_bodies(r, ex, {a}, 10u << 20);
+  EXPECT_EQ(b.html.find("<script>"), std::string::npos);
+  EXPECT_NE(b.html.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(b.html.find("<b>bold"), std::string::npos);
+  EXPECT_EQ(b.html.find("src="), std::string::npos);
+  EXPECT_EQ(b.html.find("<link"), std::string::npos);
+  EXPECT_NE(b.text.find("model.pt  3.0 GiB  NOT attached: over budget"), std::string::npos) << b.text;
+  EXPECT_NE(b.text.find("First action: smaller batch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace notify

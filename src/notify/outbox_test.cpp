@@ -1,0 +1,132 @@
+#include "notify/outbox.hpp"
+
+#include <cstdlib>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "notify/deliver.hpp"
+#include "util/fd.hpp"
+
+namespace notify {
+namespace {
+
+class OutboxTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpualert-outbox-XXXXXX";
+    m_root = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::system(("rm -rf " + m_root).c_str()); }
+  Outbox box() const { return Outbox(m_root + "/outbox", m_root + "/sent"); }
+  std::string m_root;
+};
+
+TEST_F(OutboxTest, AddedEntryIsListedWithItsPayload) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  m.to = {"a@example.com"};
+  m.subject = "s";
+  auto added = ob.add(m, "Subject: s\r\n\r\nbody\r\n");
+  ASSERT_TRUE(added) << added.error();
+  auto list = ob.list();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].id, added->id);
+  EXPECT_EQ((*list)[0].to, std::vector<std::string>{"a@example.com"});
+  EXPECT_EQ(*ob.payload((*list)[0]), "Subject: s\r\n\r\nbody\r\n");
+  EXPECT_EQ(access((m_root + "/outbox/tmp").c_str(), F_OK), 0);
+}
+
+TEST_F(OutboxTest, ClaimIsExclusiveAndFailuresAreRecorded) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "webhook";
+  auto added = ob.add(m, "{}");
+  ASSERT_TRUE(added);
+  auto first = ob.claim(added->id);
+  ASSERT_TRUE(first && first->valid());
+  auto second = ob.claim(added->id);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->valid());  // held by the first claim (flock is per open file)
+  ASSERT_TRUE(ob.record_failure(*first, "connect: refused"));
+  auto list = ob.list();
+  EXPECT_EQ((*list)[0].attempts, 1);
+  EXPECT_EQ((*list)[0].last_error, "connect: refused");
+}
+
+TEST_F(OutboxTest, SentEntryLeavesTheOutboxAndCannotBeClaimedAgain) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  auto added = ob.add(m, "x");
+  ASSERT_TRUE(added);
+  {
+    auto c = ob.claim(added->id);
+    ASSERT_TRUE(c && c->valid());
+    ASSERT_TRUE(ob.mark_sent(*c));
+  }
+  EXPECT_TRUE(ob.list()->empty());
+  EXPECT_FALSE(ob.claim(added->id)->valid());
+  EXPECT_EQ(access((m_root + "/sent/" + added->id + ".eml").c_str(), F_OK), 0);
+}
+
+TEST_F(OutboxTest, IsolatedDeliveryToARefusedPortKeepsTheEntryWithTheReason) {
+  // A port on 127.0.0.1 that nobody listens on.
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bind(s, reinterpret_cast<sockaddr*>(&addr), len);
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(s);
+  Config c;
+  c.smtp_url = "smtp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  c.to = {"a@example.com"};
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  auto added = ob.add(m, "Subject: s\r\n\r\nbody\r\n");
+  ASSERT_TRUE(added);
+  auto results = deliver_isolated(c, ob, {added->id}, std::chrono::seconds(5));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].reason.find("connect"), std::string::npos) << results[0].reason;
+  auto list = ob.list();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].attempts, 1);
+}
+
+TEST_F(OutboxTest, IsolatedDeliveryIsKilledAtTheDeadline) {
+  // Listens, never accepts nor answers: the kernel completes the handshake, curl waits for a greeting.
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bind(s, reinterpret_cast<sockaddr*>(&addr), len);
+  listen(s, 4);
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  util::UniqueFd keep(s);
+  Config c;
+  c.smtp_url = "smtp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  c.to = {"a@example.com"};
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  auto added = ob.add(m, "x\r\n");
+  auto start = std::chrono::steady_clock::now();
+  auto results = deliver_isolated(c, ob, {added->id}, std::chrono::milliseconds(800));
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::milliseconds(1300));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_EQ(ob.list()->size(), 1u);
+  EXPECT_FALSE((*ob.list())[0].last_error.empty());
+}
+
+}  // namespace
+}  // namespace notify
