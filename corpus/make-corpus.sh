@@ -16,7 +16,7 @@ if [ $# -gt 0 ] && ! is_gen "$1"; then shift; fi  # the gpualert binary (unused 
 
 all_gens=(gen_host_oom.py gen_shm.py gen_disk_full.py gen_native_crash.py gen_numerical.py
           gen_cuda_setup.py gen_script_error.py gen_success.py gen_unknown.py gen_cancelled.py
-          gen_distributed.py gen_slurm.sh)
+          gen_distributed.py gen_slurm.py)
 if [ $# -gt 0 ]; then
   gens=()
   for g in "$@"; do
@@ -52,13 +52,13 @@ run_gen() {  # name
 # The Slurm generator mostly waits (time limits are whole minutes): start it
 # first, in the background, and run the others meanwhile.
 for g in "${gens[@]}"; do
-  if [ "$g" = gen_slurm.sh ]; then
+  if [ "$g" = gen_slurm.py ]; then
     run_gen "$g" >"$logdir/$g.log" 2>&1 &
     pids+=("$!:$g")
   fi
 done
 for g in "${gens[@]}"; do
-  [ "$g" = gen_slurm.sh ] && continue
+  [ "$g" = gen_slurm.py ] && continue
   echo "== $g"
   run_gen "$g" 2>&1 | tee "$logdir/$g.log"
   status[$g]=${PIPESTATUS[0]}
@@ -70,7 +70,11 @@ for pg in "${pids[@]}"; do
   cat "$logdir/$g.log"
 done
 
-# clean-up of anything a generator left behind
+# variants that a generator no longer defines are removed
+echo "== pruning"
+(cd "$gen" && "$py" prune.py "$out" "${gens[@]}")
+# clean-up of anything a generator left behind (job dirs; Slurm, cgroups and
+# mounts are cleaned by the generators themselves)
 rm -rf "${TMPDIR:-/tmp}/gpualert-jobs"
 
 echo

@@ -321,6 +321,10 @@ def shcase(name, label, script, notes, generator, files=("train.py",), env_extra
 
 def generator_main(cases, generator, jobs=2):
     """Entry point used by the gen_*.py scripts: run, print, exit 0 if any written."""
+    if sys.argv[1:] == ["--list"]:
+        for c in cases:
+            print("%s/%s" % (c.label, c.name))
+        sys.exit(0)
     only = sys.argv[1:]
     if only:
         cases = [c for c in cases if c.name in only]
@@ -533,18 +537,26 @@ def run_case(case, quiet=False):
         print("MISS %-22s %-34s error: %s" % (case.label, case.name, e), flush=True)
         return False
     why = _check(case, res)
-    extra_notes = ""
+    res.extra_notes = ""
     if not why and case.post:
         r = case.post(res)
         if r is False:
             why.append("post-check failed")
         elif isinstance(r, str):
-            extra_notes = r
+            res.extra_notes = r
     if why:
         print("MISS %-22s %-34s %s" % (case.label, case.name, "; ".join(why)), flush=True)
         tail = res.output[-600:].decode("utf-8", "replace")
         print("     last output: " + tail.replace("\n", "\n     "), flush=True)
         return False
+    write_case(case, res, quiet)
+    return True
+
+
+def write_case(case, res, quiet=False):
+    """Write res (output, exit_code/signal, kernel_lines, ...) as corpus case."""
+    dest = os.path.join(OUT_ROOT, case.label, case.name)
+    extra_notes = getattr(res, "extra_notes", "")
     notes = case.notes
     if res.sent:
         notes += " Controller sent: " + ", ".join(
@@ -586,7 +598,6 @@ def run_case(case, quiet=False):
         print("ok   %-22s %-34s %-10s %5.1fs %6dB%s" % (
             case.label, case.name, st, res.elapsed, len(res.output),
             " +kernel.log" if res.kernel_lines else ""), flush=True)
-    return True
 
 
 def run_all(cases, jobs=1):

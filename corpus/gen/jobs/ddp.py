@@ -25,6 +25,7 @@ p.add_argument("--delay", type=float, default=12.0)
 p.add_argument("--grow-mb", type=int, default=32)
 p.add_argument("--spawn", type=int, default=0, help="use mp.spawn with N processes instead of a launcher")
 p.add_argument("--port", type=int, default=0)
+p.add_argument("--step-sleep", type=float, default=0.0)
 p.add_argument("--no-ddp", action="store_true", help="plain all_reduce loop instead of DDP")
 args = p.parse_args()
 
@@ -76,6 +77,8 @@ def run(rank, world):
             t = torch.ones(n)
             dist.all_reduce(t)
         opt.step()
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
         if step % 5 == 0:
             print("rank %d step %d loss %.4f" % (rank, step, loss.item()), flush=True)
     dist.barrier()
