@@ -16,14 +16,14 @@ std::string_view tier_name(Tier tier) {
     case Tier::decisive: return "decisive";
     case Tier::cause: return "cause";
     case Tier::symptom: return "symptom";
-    case Tier::status: return "status";
+    case Tier::weak: return "weak";
     case Tier::fallback: return "fallback";
   }
   return "?";
 }
 
 std::optional<Tier> parse_tier(std::string_view name) {
-  for (Tier t : {Tier::decisive, Tier::cause, Tier::symptom, Tier::status, Tier::fallback}) {
+  for (Tier t : {Tier::decisive, Tier::cause, Tier::symptom, Tier::weak, Tier::fallback}) {
     if (tier_name(t) == name) {
       return t;
     }
@@ -114,7 +114,7 @@ public:
           auto tier = parse_tier(*s);
           if (!tier) {
             error(value.source(), "unknown tier '" + *s +
-                                      "' (decisive, cause, symptom, status, fallback)");
+                                      "' (decisive, cause, symptom, weak, fallback)");
           } else {
             rule.tier = *tier;
           }
@@ -155,6 +155,8 @@ public:
         read_bool(value, what, rule.caseless);
       } else if (key == "on_success") {
         read_bool(value, what, rule.on_success);
+      } else if (key == "yields") {
+        read_bool(value, what, rule.yields);
       } else if (key == "cgroup_oom") {
         read_bool(value, what, rule.cgroup_oom);
       } else if (key == "wrapper_timeout") {

@@ -22,9 +22,10 @@ namespace classify {
 //   decisive: hardware evidence and host facts that settle the question
 //   cause:    root causes (OOM, illegal access, disk full, time limit banner, ...)
 //   symptom:  cascade messages and the job's own exceptions (timeouts, peers gone)
-//   status:   exit-status-only conclusions (SIGSEGV -> native_crash)
+//   weak:     the exit status alone (SIGSEGV -> native_crash), messages that only
+//             say that something failed elsewhere
 //   fallback: generic error lines, only to tell script_error from unknown
-enum class Tier { decisive = 0, cause = 1, symptom = 2, status = 3, fallback = 4 };
+enum class Tier { decisive = 0, cause = 1, symptom = 2, weak = 3, fallback = 4 };
 
 enum class Source { any, log, kernel };
 
@@ -39,6 +40,7 @@ struct Rule {
   Source source = Source::any;
   bool caseless = false;
   bool on_success = false;  // may override exit status 0
+  bool yields = false;      // a generic rule: a line that a specific rule explains is not its evidence
 
   std::vector<std::string> patterns;  // any one matching a line is evidence
   std::vector<std::string> exclude;   // a line matching one of these is not evidence

@@ -79,6 +79,13 @@ struct Scanner::Impl {
       }
       (ref.exclude ? excluded : matched)[ref.rule] = 1;
     }
+    // A generic rule ("some Python exception") gives way on a line that a specific
+    // rule explains, whatever their tiers.
+    bool specific = false;
+    for (uint32_t r : touched) {
+      const Rule& rule = rules->rules()[r];
+      specific |= matched[r] && !excluded[r] && !rule.is_marker && !rule.yields;
+    }
     for (uint32_t r : touched) {
       const Rule& rule = rules->rules()[r];
       if (matched[r] && rule_label[r] >= 0 && !label_seen[static_cast<size_t>(rule_label[r])]) {
@@ -87,7 +94,7 @@ struct Scanner::Impl {
       }
       bool source_ok = rule.source == Source::any ||
                        (rule.source == Source::log) == (origin == Origin::log);
-      if (matched[r] && !excluded[r] && source_ok) {
+      if (matched[r] && !excluded[r] && source_ok && !(rule.yields && specific)) {
         record(r, text, stripped, line, origin, into[r]);
       }
     }

@@ -67,8 +67,14 @@ TEST(Ordering, XidThenUnknownErrorThenTimeouts) {
 }
 
 TEST(Ordering, UnknownErrorAtStartIsSetup) {
-  auto v = classify_text("Loading model\nRuntimeError: CUDA error: unknown error\n", exit_code(1));
+  auto v = classify_text(
+      "Loading model\n  File \"torch/cuda/__init__.py\", line 247, in _lazy_init\n"
+      "RuntimeError: CUDA error: unknown error\n",
+      exit_code(1));
   EXPECT_EQ(v.label, "cuda_setup");
+  // Without any sign of CUDA initialisation a bare unknown error is a lost GPU.
+  v = classify_text("RuntimeError: CUDA error: unknown error\n", exit_code(1));
+  EXPECT_EQ(v.label, "gpu_lost");
   v = classify_text(std::string(k_training) + "RuntimeError: CUDA error: unknown error\n",
                     exit_code(1));
   EXPECT_EQ(v.label, "gpu_lost");
@@ -235,7 +241,7 @@ TEST(Status, SignalsWithoutEvidence) {
   EXPECT_EQ(classify_text("training...\n", killed_by(SIGKILL)).label, "unknown");
   EXPECT_EQ(classify_text("training...\n", exit_code(2)).label, "unknown");
   EXPECT_EQ(classify_text("", exit_code(0)).label, "success");
-  EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "time_limit");
+  EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "cancelled");
 }
 
 TEST(Status, HostFacts) {
