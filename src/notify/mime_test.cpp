@@ -45,7 +45,7 @@ TEST(Mime, RendersMixedAlternativeAndAttachmentsThroughLibcurl) {
 TEST(Mime, DotStuffingIsUndoneSoTheSavedMessageIsTheOriginal) {
   MailParts p;
   p.subject = "dots";
-  p.text = ".\n..\n.leading dot\n";
+  p.text.assign(".\n..\n.leading dot\n");
   p.html = "x";
   auto m = render_message(p);
   ASSERT_TRUE(m);

@@ -178,11 +178,16 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to, s
     curl_easy_setopt(c, CURLOPT_USERNAME, config.smtp_user.c_str());
     curl_easy_setopt(c, CURLOPT_PASSWORD, password->c_str());
   }
-  std::string from = "<" + bare_address(config.from.empty() ? "gpualert@" + util::hostname() : config.from) + ">";
+  // Built by appending: GCC 12 gives a false -Wrestrict on "<" + std::string.
+  std::string from = "<";
+  from += bare_address(config.from.empty() ? "gpualert@" + util::hostname() : config.from);
+  from += ">";
   curl_easy_setopt(c, CURLOPT_MAIL_FROM, from.c_str());
   std::unique_ptr<curl_slist, SlistDeleter> rcpt;
   for (const auto& addr : to) {
-    std::string a = "<" + sanitize_header_value(bare_address(addr), 254) + ">";
+    std::string a = "<";
+    a += sanitize_header_value(bare_address(addr), 254);
+    a += ">";
     rcpt.reset(curl_slist_append(rcpt.release(), a.c_str()));
   }
   curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt.get());
