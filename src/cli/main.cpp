@@ -1,1 +1,57 @@
-int main() { return 0; }
+// cli/main.cpp: the subcommand table. Only main decides how the process ends.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+constexpr cli::Command k_commands[] = {
+    {"run", cli::cmd_run, "run a job, keep its log, diagnose its end, notify"},
+    {"classify", cli::cmd_classify, "diagnose a log offline"},
+    {"eval", cli::cmd_eval, "measure the rules on a labelled corpus"},
+    {"rules", cli::cmd_rules, "list the rules, or check a rules file"},
+    {"outbox", cli::cmd_outbox, "list or flush notifications not yet delivered"},
+    {"test-notify", cli::cmd_test_notify, "send a test notification and say what failed"},
+    {"notify", cli::cmd_notify, "(re)send the notification of a finished run directory"},
+};
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: gpualert COMMAND [ARGS...]\n\n"
+      "GPUAlert wraps a training job unchanged, keeps a durable log of what it printed,\n"
+      "names the root cause when it ends, and tells you by email.\n\n"
+      "commands:\n",
+      out);
+  for (const auto& c : k_commands) {
+    std::fprintf(out, "  %-12s %s\n", std::string(c.name).c_str(), std::string(c.summary).c_str());
+  }
+  std::fputs("\n`gpualert COMMAND --help` describes each command.\n", out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::puts("gpualert " GPUALERT_VERSION);
+    return 0;
+  }
+  for (const auto& c : k_commands) {
+    if (c.name == name) {
+      return c.fn(argc - 1, argv + 1);
+    }
+  }
+  std::fprintf(stderr, "gpualert: error: unknown command '%s' (see gpualert --help)\n", argv[1]);
+  return 2;
+}

@@ -28,6 +28,11 @@ util::Result<SignalIntake> SignalIntake::open() {
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ign, &in.m_old_pipe);
+  // An inherited SIG_IGN for SIGCHLD would make the kernel reap the job behind
+  // our back (no SIGCHLD, waitpid fails with ECHILD): we need its wait status.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &dfl, &in.m_old_chld);
   in.m_fd.reset(::signalfd(-1, &in.m_blocked, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!in.m_fd.valid()) {
     return util::errno_error("signalfd");
@@ -35,10 +40,18 @@ util::Result<SignalIntake> SignalIntake::open() {
   return in;
 }
 
+SignalIntake::SignalIntake(SignalIntake&& other) noexcept
+    : m_fd(std::move(other.m_fd)), m_blocked(other.m_blocked), m_old_mask(other.m_old_mask),
+      m_child_defaults(other.m_child_defaults), m_old_pipe(other.m_old_pipe),
+      m_old_chld(other.m_old_chld), m_active(other.m_active) {
+  other.m_active = false;
+}
+
 SignalIntake::~SignalIntake() {
   if (m_active) {
     m_fd.reset();
     ::sigaction(SIGPIPE, &m_old_pipe, nullptr);
+    ::sigaction(SIGCHLD, &m_old_chld, nullptr);
     ::sigprocmask(SIG_SETMASK, &m_old_mask, nullptr);
   }
 }

@@ -26,7 +26,9 @@ inline constexpr int k_forwarded[] = {SIGINT, SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1
 class SignalIntake {
 public:
   static util::Result<SignalIntake> open();
-  SignalIntake(SignalIntake&&) = default;
+  // Moving transfers the duty to restore the old state (only one owner restores it).
+  SignalIntake(SignalIntake&& other) noexcept;
+  SignalIntake& operator=(SignalIntake&&) = delete;
   ~SignalIntake();
 
   int fd() const { return m_fd.get(); }
@@ -42,6 +44,7 @@ private:
   sigset_t m_old_mask{};
   sigset_t m_child_defaults{};
   struct sigaction m_old_pipe {};
+  struct sigaction m_old_chld {};
   bool m_active = false;
 };
 

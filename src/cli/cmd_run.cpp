@@ -1,0 +1,159 @@
+// cli/cmd_run.cpp: `gpualert run [OPTIONS] -- COMMAND [ARG...]`: options, then run_job().
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "cli/run_job.hpp"
+#include "util/text.hpp"
+
+namespace cli {
+
+namespace {
+
+constexpr const char* k_run_help = R"(Run COMMAND unchanged, keep a durable log of everything it prints, diagnose
+how it ended, and notify you. gpualert exits with exactly the status of COMMAND
+(its exit code, or the same signal), whatever happens to the notification.
+
+Before COMMAND starts, a run directory is created and synced:
+  <log-dir>/<name>-<YYYYmmdd-HHMMSS>-<host>-<pid>/output.log, report.json, kernel.log
+COMMAND's stdout and stderr still reach gpualert's stdout and stderr; the log
+gets both, interleaved in arrival order. Signals sent to gpualert (Ctrl-C, kill,
+scancel) reach COMMAND once. Set-up errors exit 2 before COMMAND runs; a COMMAND
+that can't be found exits 127, one that can't be executed 126.
+
+Examples:
+  gpualert run -- python train.py --lr 3e-4
+  gpualert run --name llama-ft --timeout 11h --attach 'ckpt/*.json' -- torchrun train.py
+)";
+
+// Durations and sizes are validated here so that a typo fails before the job runs.
+template <typename T>
+CLI::Validator check(util::Result<T> (*parse)(std::string_view), const char* what) {
+  return CLI::Validator(
+      [parse](const std::string& s) {
+        auto r = parse(s);
+        return r ? std::string() : r.error();
+      },
+      what);
+}
+
+util::Result<std::chrono::milliseconds> parse_duration_positive(std::string_view s) {
+  return util::parse_duration(s, false);
+}
+
+}  // namespace
+
+// Ends the process the way the child ended: same code, or the same signal
+// re-raised on ourselves with its default action and no core file of ours.
+[[noreturn]] void finish_like(const RunEnding& ending) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (ending.signal) {
+    int sig = *ending.signal;
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(sig);
+    // Signals whose default is to ignore or stop can't end us: use the shell's code.
+    std::_Exit(128 + sig);
+  }
+  std::_Exit(ending.exit_code.value_or(1));
+}
+
+int cmd_run(int argc, char** argv) {
+  CLI::App app(k_run_help, "gpualert run");
+  app.get_formatter()->column_width(28);
+  RunOptions o;
+  std::string timeout, kill_after = "30s", budget, notify_timeout;
+  app.add_option("--name", o.name, "job name shown in reports (default: the command's basename)");
+  app.add_option("--log-dir", o.log_dir,
+                 "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)");
+  app.add_option("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)");
+  app.add_option("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)");
+  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
+      ->check(check<uint64_t>(&util::parse_size, "SIZE"));
+  app.add_option("--notify", o.notify_when, "always | failure | never (default always)")
+      ->check(CLI::IsMember({"always", "failure", "never"}));
+  app.add_option("--timeout", timeout, "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
+      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+  app.add_option("--kill-after", kill_after, "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
+      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+  app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)");
+  app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
+  app.add_option("--notify-timeout", notify_timeout,
+                 "most that delivering may take before the message stays in the outbox (default 60s)")
+      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+  app.add_option("--config", o.config_file, "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)");
+  bool no_line_buffer = false;
+  app.add_flag("--no-line-buffer", no_line_buffer,
+               "don't ask the job's runtimes for line-buffered stdout (PYTHONUNBUFFERED, stdbuf)");
+  app.footer(
+      "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL, GPUALERT_SMTP_USER,\n"
+      "GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_STATE_DIR, GPUALERT_CONFIG, GPUALERT_NOTIFY_TIMEOUT.\n"
+      "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
+  // Everything after the first "--" is the command, untouched (it may hold
+  // options of its own, or another "--"); without "--", the first word that is
+  // neither one of our options nor an option's value starts it.
+  int split = argc;
+  int command_at = argc;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      split = i;
+      command_at = i + 1;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') {
+      split = command_at = i;
+      break;
+    }
+    const CLI::Option* opt = nullptr;
+    try {
+      opt = arg.find('=') == std::string_view::npos ? app.get_option(std::string(arg)) : nullptr;
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (opt != nullptr && opt->get_items_expected() > 0) {
+      ++i;  // skip the option's value
+    }
+  }
+  o.command.assign(argv + command_at, argv + argc);
+
+  try {
+    app.parse(split, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpualert: error: run: %s\n", e.what());
+    std::fprintf(stderr, "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)\n");
+    return 2;
+  }
+  if (o.command.empty() || o.command[0].empty()) {
+    std::fprintf(stderr, "gpualert: error: run: no command given (usage: gpualert run [OPTIONS] -- COMMAND [ARG...])\n");
+    return 2;
+  }
+  if (!timeout.empty()) {
+    o.timeout = *util::parse_duration(timeout);
+  }
+  o.kill_after = *util::parse_duration(kill_after);
+  if (!budget.empty()) {
+    o.budget = *util::parse_size(budget);
+  }
+  if (!notify_timeout.empty()) {
+    o.notify_timeout = *util::parse_duration(notify_timeout);
+  }
+  o.line_buffer = !no_line_buffer;
+  RunEnding ending = run_job(o);
+  finish_like(ending);
+}
+
+}  // namespace cli

@@ -1,0 +1,292 @@
+#include "cli/run_job.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture/log_follower.hpp"
+#include "capture/tee.hpp"
+#include "classify/classifier.hpp"
+#include "cli/job_env.hpp"
+#include "host/evidence.hpp"
+#include "notify/notify.hpp"
+#include "report/run_dir.hpp"
+#include "report/run_report.hpp"
+#include "supervise/spawn.hpp"
+#include "supervise/supervisor.hpp"
+#include "util/text.hpp"
+
+extern char** environ;
+
+namespace cli {
+
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+void say(bool quiet, const std::string& line) {
+  if (!quiet) {
+    std::fprintf(stderr, "gpualert: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+}
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string current_dir() {
+  char buf[4096];
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
+}
+
+std::vector<std::string> fallback_bases(const notify::Config& config) {
+  std::vector<std::string> bases = {notify::state_dir(config) + "/runs"};
+  const char* tmp = std::getenv("TMPDIR");
+  std::string t = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+  bases.push_back(t + "/gpualert-" + std::to_string(::geteuid()) + "/runs");
+  return bases;
+}
+
+// Without any run directory the job still runs, exactly as without gpualert.
+RunEnding run_unlogged(const RunOptions& o, const std::vector<std::string>& env) {
+  supervise::SpawnRequest req;
+  req.argv = o.command;
+  req.env = env;
+  auto intake = supervise::SignalIntake::open();
+  if (!intake) {
+    std::fprintf(stderr, "gpualert: error: %s\n", intake.error().c_str());
+    return RunEnding{2, std::nullopt};
+  }
+  req.default_signals = &intake->child_defaults();
+  auto spawned = supervise::spawn(req);
+  if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
+    std::fprintf(stderr, "gpualert: %s\n", f->message.c_str());
+    return RunEnding{f->shell_code, std::nullopt};
+  }
+  util::UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  capture::LogSink sink(std::move(devnull), "/dev/null", 0, std::chrono::seconds(3600));
+  capture::Tee tee(sink);
+  auto result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee,
+                                     supervise::SuperviseOptions{});
+  return RunEnding{result.status.code, result.status.signal};
+}
+
+std::string footer(const supervise::SuperviseResult& r, const std::string& ended,
+                   const capture::LogSink& sink) {
+  std::string m(report::k_marker);
+  std::string out = std::string(report::k_output_ends) + "\n";
+  for (const auto& e : r.events) {
+    out += m + e + "\n";
+  }
+  if (sink.first_error()) {
+    out += m + "log incomplete: " + *sink.first_error() + "\n";
+  }
+  out += m + "ended: " + ended + "\n";
+  out += m + "status: " + r.status.describe() + "\n";
+  return out;
+}
+
+}  // namespace
+
+RunEnding run_job(const RunOptions& o) {
+  auto config_r = notify::load_config(o.config_file);
+  if (!config_r) {
+    std::fprintf(stderr, "gpualert: error: %s\n", config_r.error().c_str());
+    return RunEnding{2, std::nullopt};
+  }
+  notify::Config config = std::move(*config_r);
+  if (!o.to.empty()) {
+    config.to = o.to;
+  }
+  if (!o.notify_when.empty()) {
+    config.notify_when = o.notify_when;
+  }
+  if (o.notify_timeout) {
+    config.notify_timeout = *o.notify_timeout;
+  }
+  if (o.budget) {
+    config.budget_bytes = *o.budget;
+  }
+
+  // Rules are loaded before anything runs: a broken rules file is a usage error.
+  auto rules = classify::RuleSet::load_default();
+  if (!rules) {
+    std::fprintf(stderr, "gpualert: internal error: default rules: %s\n", rules.error().c_str());
+    return RunEnding{2, std::nullopt};
+  }
+  std::string rules_file = o.rules_file.empty() ? config.rules_file : o.rules_file;
+  if (!rules_file.empty()) {
+    auto extra = classify::RuleSet::load_file(rules_file);
+    if (!extra) {
+      std::fprintf(stderr, "gpualert: error: %s\n", extra.error().c_str());
+      return RunEnding{2, std::nullopt};
+    }
+    if (auto st = rules->merge(*extra); !st) {
+      std::fprintf(stderr, "gpualert: error: %s: %s\n", rules_file.c_str(), st.error().c_str());
+      return RunEnding{2, std::nullopt};
+    }
+  }
+
+  report::RunReport rep;
+  rep.argv = o.command;
+  rep.command = util::shell_join(o.command);
+  rep.name = o.name.empty() ? basename_of(o.command[0]) : o.name;
+  rep.cwd = current_dir();
+  rep.host = util::hostname();
+  rep.user = util::username();
+  std::time_t start_t = std::time(nullptr);
+  auto start = Clock::now();
+  auto mono_start = std::chrono::steady_clock::now();
+  rep.started = util::iso8601_local(start_t);
+  rep.env = report::relevant_environment(environ);
+
+  std::string log_dir = o.log_dir;
+  if (log_dir.empty()) {
+    const char* e = std::getenv("GPUALERT_LOG_DIR");
+    log_dir = (e != nullptr && *e != '\0') ? e : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
+  }
+  report::HeaderFacts header{rep.name, rep.argv, rep.cwd, rep.host, rep.user, rep.started, rep.env};
+  report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
+  auto run_dir = report::create_run_dir(req, header);
+  std::vector<std::string> env = job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
+  if (!run_dir) {
+    std::fprintf(stderr, "gpualert: WARNING: %s; running the job without a log or report\n",
+                 run_dir.error().c_str());
+    return run_unlogged(o, env);
+  }
+  rep.run_dir = run_dir->path;
+  rep.log_path = run_dir->log_path;
+  if (run_dir->fallback_reason) {
+    rep.log_fallback = *run_dir->fallback_reason;
+    rep.warnings.push_back(*run_dir->fallback_reason + "; the log is in " + run_dir->path);
+    std::fprintf(stderr, "gpualert: WARNING: %s; logging to %s instead\n",
+                 run_dir->fallback_reason->c_str(), run_dir->log_path.c_str());
+  }
+  say(o.quiet, "logging to " + run_dir->log_path);
+
+  auto intake = supervise::SignalIntake::open();
+  if (!intake) {
+    std::fprintf(stderr, "gpualert: error: %s\n", intake.error().c_str());
+    return RunEnding{2, std::nullopt};
+  }
+  auto watch = host::EvidenceWatch::start();
+  capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
+                        std::chrono::seconds(1));
+  classify::Scanner scanner(*rules);
+  capture::LogFollower follower(sink, [&scanner](std::string_view chunk) { scanner.feed(chunk); });
+  capture::Tee tee(sink);
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "gpualert: error: pipe: %s\n", std::strerror(errno));
+    return RunEnding{2, std::nullopt};
+  }
+  util::UniqueFd out_w(out_pipe[1]), err_w(err_pipe[1]);
+  tee.add(util::UniqueFd(out_pipe[0]), STDOUT_FILENO);
+  tee.add(util::UniqueFd(err_pipe[0]), STDERR_FILENO);
+
+  // Interactive: the job stays in the terminal's foreground group with us, so a
+  // pdb prompt can read the terminal and Ctrl-Z / fg stop and resume both.
+  bool interactive = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  supervise::SuperviseOptions sopt;
+  sopt.mode = interactive ? supervise::JobControl::shared_group : supervise::JobControl::own_group;
+  sopt.timeout = o.timeout;
+  sopt.kill_after = o.kill_after;
+
+  supervise::SpawnRequest sreq;
+  sreq.argv = o.command;
+  sreq.env = env;
+  sreq.stdout_fd = out_w.get();
+  sreq.stderr_fd = err_w.get();
+  sreq.own_process_group = !interactive;
+  sreq.default_signals = &intake->child_defaults();
+  auto spawned = supervise::spawn(sreq);
+  out_w.reset();
+  err_w.reset();
+
+  supervise::SuperviseResult result;
+  if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
+    std::fprintf(stderr, "gpualert: %s\n", f->message.c_str());
+    sink.append_wrapper_lines(std::string(report::k_marker) + "could not start the job: " +
+                              util::printable_line(f->message) + "\n");
+    result.status = supervise::ExitStatus::exited(f->shell_code);
+    result.events.push_back("could not start the job: " + f->message);
+    rep.warnings.push_back(f->message);
+  } else {
+    notify::flush_outbox_in_background(config);
+    result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
+  }
+  auto end = Clock::now();
+  double duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
+  rep.ended = util::iso8601_local(Clock::to_time_t(end));
+  rep.duration_s = duration;
+  tee.streams().clear();  // close our read ends: late writers get EPIPE, not a hang
+  sink.append_wrapper_lines(footer(result, rep.ended, sink));
+  sink.close();
+  watch.finish();
+  follower.finish();
+  scanner.finish();
+
+  rep.exit_code = result.status.code;
+  if (result.status.signal) {
+    rep.signal = supervise::signal_name(*result.status.signal);
+  }
+  rep.core_dumped = result.status.core_dumped;
+  rep.wrapper_timeout = result.wrapper_timeout;
+  rep.log_bytes = sink.job_bytes();
+  rep.sources = watch.sources();
+  if (sink.first_error()) {
+    rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +
+                           std::to_string(sink.lost_bytes()) + " bytes not written)");
+  }
+  for (const auto& n : tee.notes()) {
+    rep.warnings.push_back(n);
+  }
+
+  classify::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout};
+  classify::HostEvidence host_ev;
+  host_ev.kernel_lines = watch.kernel_lines();
+  host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
+  for (const auto& [k, v] : rep.env) {
+    if (k.rfind("SLURM_", 0) == 0 || k.rfind("LSB_", 0) == 0 || k.rfind("PBS_", 0) == 0) {
+      host_ev.scheduler[k] = v;
+    }
+  }
+  rep.verdict = scanner.verdict(exit_info, host_ev);
+
+  if (!host_ev.kernel_lines.empty()) {
+    std::string text;
+    for (const auto& l : host_ev.kernel_lines) {
+      text += l + "\n";
+    }
+    if (auto st = util::write_file_atomic(rep.run_dir + "/kernel.log", text); !st) {
+      rep.warnings.push_back("kernel.log: " + st.error());
+    }
+  }
+  std::string report_path = rep.run_dir + "/report.json";
+  if (auto st = util::write_file_atomic(report_path, report::to_json(rep).dump(2) + "\n"); !st) {
+    std::fprintf(stderr, "gpualert: WARNING: could not write %s: %s\n", report_path.c_str(),
+                 st.error().c_str());
+  }
+
+  std::string notice;
+  if (notify::should_notify(config, rep)) {
+    notify::RunNotice n{rep.run_dir, o.attach, config.budget_bytes};
+    notify::Outcome outcome = notify::notify_run(n, config);
+    notice = outcome.delivered ? "notified " + outcome.where
+                               : "notification kept in " + outcome.where +
+                                     (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
+  }
+  std::string verdict = rep.verdict ? rep.verdict->label : "unknown";
+  say(o.quiet, verdict + " (" + result.status.describe() + " after " +
+                   util::human_duration(duration) + "); report: " + report_path +
+                   (notice.empty() ? "" : "; " + notice));
+  return RunEnding{result.status.code, result.status.signal};
+}
+
+}  // namespace cli
