@@ -206,8 +206,9 @@ std::string to_text(const Evaluation& e) {
                 "recall", "f1", "support", "f1 keyword", "f1 exit");
   out << buf;
   for (const auto& [label, ls] : e.rules.per_label) {
+    const std::string& name = label;  // structured bindings cannot be captured before C++20 in clang 14
     auto other = [&](const Scores& s) {
-      auto it = s.per_label.find(label);
+      auto it = s.per_label.find(name);
       return it == s.per_label.end() ? 0.0 : it->second.f1;
     };
     std::snprintf(buf, sizeof buf, "%-22s %9.3f %9.3f %9.3f %8d %12.3f %12.3f\n", label.c_str(),
