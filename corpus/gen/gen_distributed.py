@@ -40,7 +40,7 @@ def bashlaunch(name, label, argv, notes, nproc=2, **kw):
               "  r=${rank_of[$done_pid]}; unset \"rank_of[$done_pid]\"\n"
               "  if [ $s -ne 0 ] && [ $rc -eq 0 ]; then\n    rc=$s\n"
               "    echo \"launcher: rank $r (pid $done_pid) exited with status $s; terminating ${#rank_of[@]} remaining rank(s)\" >&2\n"
-              "    [ ${#rank_of[@]} -gt 0 ] && kill -TERM \"${!rank_of[@]}\" 2>/dev/null\n  fi\ndone\nexit $rc\n"
+              "    [ ${#rank_of[@]} -gt 0 ] && sleep 3 && kill -TERM \"${!rank_of[@]}\" 2>/dev/null\n  fi\ndone\nexit $rc\n"
               % (nproc, p, nproc, nproc - 1, " ".join(argv)))
     with open(os.path.join(w, "launch.sh"), "w") as f:
         f.write(script)
@@ -108,6 +108,14 @@ bashlaunch("bash-peer-killed", "comm_error", ["--fault", "sigkill", "--at-step",
            "rank 1 SIGKILLed; rank 0 reports the closed connection.", expect_exit="nonzero", expect_re=r"Connection (closed|reset) by peer")
 bashlaunch("bash-peer-killed-3ranks", "comm_error", ["--fault", "sigkill", "--bad-rank", "1", "--at-step", "3", "--timeout", "30", "--no-ddp"],
            "3 ranks, rank 1 SIGKILLed during all_reduce.", nproc=3, expect_exit="nonzero", expect_re=r"Connection (closed|reset) by peer")
+torchrun("torchrun-3ranks-peer-sigkilled", "comm_error", ["--fault", "sigkill", "--bad-rank", "2", "--at-step", "4", "--timeout", "30", "--no-ddp"],
+         "3 ranks; rank 2 is SIGKILLed in an all_reduce loop; the survivors' gloo pairs report the lost peer.", nproc=3,
+         expect_exit=1, expect_re=r"Connection (closed|reset) by peer|exitcode")
+spawn("spawn-peer-exits", "comm_error", ["--fault", "exit", "--at-step", "6", "--timeout", "30", "--no-ddp"],
+      "mp.spawn; rank 1 vanishes (os._exit) mid all_reduce.", expect_exit=1, expect_re=r"Connection (closed|reset) by peer|terminated with exit code")
+bashlaunch("bash-peer-exits-4ranks", "comm_error", ["--fault", "exit", "--bad-rank", "3", "--at-step", "3", "--timeout", "30"],
+           "4 DDP ranks; rank 3 disappears (os._exit(1), no message); the others see the connection drop.", nproc=4,
+           expect_exit="nonzero", expect_re=r"Connection (closed|reset) by peer")
 spawn("spawn-peer-killed", "comm_error", ["--fault", "sigkill", "--at-step", "5", "--timeout", "30"],
       "mp.spawn, rank 1 SIGKILLed.", expect_exit=1, expect_re=r"Connection (closed|reset) by peer|terminated with signal SIGKILL")
 

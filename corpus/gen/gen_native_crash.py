@@ -68,7 +68,7 @@ py("py-deep-recursion", "recursion", "recursion limit raised, str() of a 10^6-de
 py("py-invalid-free", "free_bad", "libc free() of an interior pointer of a ctypes buffer (glibc abort or SIGSEGV).",
    expect_signal=["SIGABRT", "SIGSEGV"])
 py("py-loader-worker-segv", "loader_worker_segv", "a DataLoader worker segfaults in a decoder: 'DataLoader worker (pid N) is killed by signal: Segmentation fault.'",
-   expect_exit=1, expect_re=r"killed by signal: Segmentation fault|exited unexpectedly")
+   expect_exit=1, expect_re=r"killed by signal: Segmentation fault|exited unexpectedly|Unexpected segmentation fault encountered in worker")
 C.append(shcase("py-segv-bash-core", L,
     "#!/bin/bash\nulimit -c 0\necho \"launching training\"\npython3 pycrash.py ctypes_null\nstatus=$?\necho \"training exited: $status\"\nexit $status\n",
     "bash job script; python segfaults in ctypes; bash prints the 'Segmentation fault' job-status line and exits 139.",
