@@ -82,3 +82,26 @@ TEST(Bodies, HtmlIsEscapedAndSelfContained) {
 
 }  // namespace
 }  // namespace notify
+
+#include "notify/notify.hpp"
+
+namespace notify {
+namespace {
+
+TEST(ShouldNotify, FollowsNotifyWhen) {
+  report::RunReport failed = failed_run();
+  report::RunReport ok = failed_run();
+  ok.exit_code = 0;
+  ok.verdict->label = "success";
+  Config c;
+  EXPECT_TRUE(should_notify(c, failed));
+  EXPECT_TRUE(should_notify(c, ok));
+  c.notify_when = "failure";
+  EXPECT_TRUE(should_notify(c, failed));
+  EXPECT_FALSE(should_notify(c, ok));
+  c.notify_when = "never";
+  EXPECT_FALSE(should_notify(c, failed));
+}
+
+}  // namespace
+}  // namespace notify

@@ -73,8 +73,9 @@ class _Handler:
 
 
 class SmtpSink:
-    def __init__(self, tls=None, auth=None, reject=None):
-        """tls: (cert, key) to offer and require STARTTLS; auth: (user, password) required;
+    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None):
+        """tls: (cert, key) to offer and require STARTTLS; implicit_tls: (cert, key) for
+        smtps:// (TLS from the first byte); auth: (user, password) required;
         reject: a reply such as '552 5.3.4 Message too big' for every DATA."""
         self.port = free_port()
         self.handler = _Handler(reject)
@@ -83,6 +84,10 @@ class SmtpSink:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(*tls)
             kwargs.update(tls_context=ctx, require_starttls=True)
+        if implicit_tls:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(*implicit_tls)
+            kwargs.update(ssl_context=ctx)
         if auth:
             user, password = auth
 

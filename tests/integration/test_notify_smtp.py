@@ -170,6 +170,14 @@ class SmtpDelivery(unittest.TestCase):
         self.assertEqual(len(listing), 1)
         self.assertIn("TLS", listing[0])
 
+    def test_smtps_implicit_tls(self):
+        run_dir, _ = self.oom_run()
+        with SmtpSink(implicit_tls=(self.cert, self.key)) as sink:
+            p = self.env.run("notify", run_dir, GPUALERT_SMTP_URL=f"smtps://127.0.0.1:{sink.port}",
+                             GPUALERT_SMTP_CA_FILE=self.cert)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(sink.messages), 1)
+
     def test_auth_accepted_and_refused(self):
         run_dir, _ = self.oom_run()
         pw = os.path.join(self.env.root, "smtp-password")
