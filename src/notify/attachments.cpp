@@ -24,7 +24,8 @@ constexpr uint64_t k_max_ratio = 50;
 struct Deflater {
   z_stream zs{};
   bool ok = false;
-  Deflater() { ok = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK; }
+  // Level 1: logs still shrink ~10x and a 200 MB log gzips in about a second, not three.
+  Deflater() { ok = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK; }
   ~Deflater() {
     if (ok) {
       deflateEnd(&zs);
