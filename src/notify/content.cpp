@@ -57,7 +57,7 @@ std::vector<Fact> run_facts(const report::RunReport& r) {
   add("Ended", r.ended);
   char secs[64];
   std::snprintf(secs, sizeof secs, " (%.1f s)", r.duration_s);
-  add("Duration", util::human_duration(r.duration_s) + secs);
+  add("Duration", util::human_duration(r.duration_s) + (r.duration_s >= 60 ? secs : ""));
   add("Exit", exit_text(r));
   for (const char* var : k_job_id_vars) {
     if (auto it = r.env.find(var); it != r.env.end()) {
