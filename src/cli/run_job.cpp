@@ -278,9 +278,11 @@ RunEnding run_job(const RunOptions& o) {
   if (notify::should_notify(config, rep)) {
     notify::RunNotice n{rep.run_dir, o.attach, config.budget_bytes};
     notify::Outcome outcome = notify::notify_run(n, config);
-    notice = outcome.delivered ? "notified " + outcome.where
-                               : "notification kept in " + outcome.where +
-                                     (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
+    if (outcome.delivered) {
+      notice = "notified " + outcome.where;
+    } else {
+      notice = outcome.detail.empty() ? "notification kept in " + outcome.where : outcome.detail;
+    }
   }
   std::string verdict = rep.verdict ? rep.verdict->label : "unknown";
   say(o.quiet, verdict + " (" + result.status.describe() + " after " +

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Benchmarks of `gpualert run`, each printed beside a baseline measured in the same run.
+
+1. Added time per job: `gpualert run --notify never -- true` against bare `true`
+   (median of N runs each, interleaved so that machine noise hits both alike).
+2. Capture throughput: a job writing 512 MiB of training-style lines, wrapped
+   (terminal copy to /dev/null, log to disk) against the same job redirected to a
+   file, and against `| tee FILE >/dev/null` for scale.
+3. Peak memory (max RSS) of the wrapper during (2).
+4. For information: the cost of line buffering for a print-per-line Python job,
+   which the wrapper asks for so that the last lines survive a SIGKILL.
+
+usage: run_bench.py GPUALERT_BINARY [WORKDIR]
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+RUNS = int(os.environ.get("BENCH_RUNS", "200"))
+MIB = int(os.environ.get("BENCH_CAPTURE_MIB", "512"))
+
+
+def timed(argv, stdout=subprocess.DEVNULL, env=None, shell=False):
+    """Wall time and the child's rusage (max RSS of the direct child)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env=env, shell=shell)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage, p.returncode
+
+
+def overhead(work, env):
+    true = shutil.which("true")
+    bare, wrapped = [], []
+    cmd = [BIN, "run", "-q", "--notify", "never", "--log-dir", os.path.join(work, "logs"), "--", true]
+    for _ in range(RUNS):
+        bare.append(timed([true], env=env)[0])
+        wrapped.append(timed(cmd, env=env)[0])
+    b, w = statistics.median(bare), statistics.median(wrapped)
+    print(f"added time per job        true: {b * 1e3:7.3f} ms   gpualert run -- true: {w * 1e3:7.3f} ms"
+          f"   added: {(w - b) * 1e3:.3f} ms (median of {RUNS}; bar < 3 ms)")
+    shutil.rmtree(os.path.join(work, "logs"), ignore_errors=True)
+
+
+def capture(work, env):
+    data = os.path.join(work, "train.log")
+    if not os.path.exists(data):
+        subprocess.run([PY, os.path.join(HERE, "gen_training_log.py"), data, str(MIB)], check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run(["cat", data], stdout=subprocess.DEVNULL, check=True)  # page cache
+    out = os.path.join(work, "redirect.out")
+    logs = os.path.join(work, "logs")
+    rows = {}
+    for _ in range(3):
+        for name, argv, shell in (
+                ("redirect", f"cat {data} > {out}", True),
+                ("tee", f"cat {data} | tee {out} > /dev/null", True),
+                ("gpualert", f"{BIN} run -q --notify never --log-dir {logs} -- cat {data} > /dev/null", True)):
+            if os.path.exists(out):
+                os.unlink(out)
+            shutil.rmtree(logs, ignore_errors=True)
+            t, usage, rc = timed(name == "gpualert" and [BIN, "run", "-q", "--notify", "never", "--log-dir",
+                                                          logs, "--", "cat", data] or argv,
+                                 shell=(name != "gpualert"), env=env)
+            assert rc == 0, (name, rc)
+            best = rows.get(name)
+            if best is None or t < best[0]:
+                rows[name] = (t, usage.ru_maxrss)
+    base = rows["redirect"][0]
+    size = os.path.getsize(data) / 1e6
+    print(f"capture {MIB} MiB (cat, best of 3)  redirect: {base:.3f} s ({size / base:.0f} MB/s)")
+    for name in ("tee", "gpualert"):
+        t = rows[name][0]
+        print(f"    {name:9s} {t:.3f} s ({size / t:.0f} MB/s)  ratio to redirect: {t / base:.2f}x"
+              + ("   (bar <= 2x, aim 1.2x)" if name == "gpualert" else ""))
+    print(f"peak RSS of the wrapper while copying {MIB} MiB: {rows['gpualert'][1] / 1024:.1f} MiB (bar < 16 MiB)")
+    shutil.rmtree(logs, ignore_errors=True)
+
+
+def line_buffering(work, env):
+    job = os.path.join(work, "print_job.py")
+    with open(job, "w") as f:
+        f.write("line = 'step 000123 | loss 2.3456 | lr 3.0e-04 | grad_norm 1.234 | tokens/s 123456.7\\n'\n"
+                "for i in range(500000):\n    print(line, end='')\n")
+    out = os.path.join(work, "print.out")
+    logs = os.path.join(work, "logs")
+    plain = min(timed(f"{PY} {job} > {out}", shell=True, env=env)[0] for _ in range(3))
+    wrapped = min(timed([BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--", PY, job], env=env)[0]
+                  for _ in range(3))
+    no_lb = min(timed([BIN, "run", "-q", "--notify", "never", "--no-line-buffer", "--log-dir", logs, "--", PY, job],
+                      env=env)[0] for _ in range(3))
+    print(f"print-per-line python job (500k lines, info)  redirect: {plain:.3f} s   "
+          f"gpualert: {wrapped:.3f} s ({wrapped / plain:.2f}x, line-buffered)   "
+          f"gpualert --no-line-buffer: {no_lb:.3f} s ({no_lb / plain:.2f}x)")
+    shutil.rmtree(logs, ignore_errors=True)
+
+
+def main():
+    work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="gpualert-bench-")
+    os.makedirs(work, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED" and not k.startswith("GPUALERT_")}
+    env["GPUALERT_STATE_DIR"] = os.path.join(work, "state")
+    try:
+        overhead(work, env)
+        capture(work, env)
+        line_buffering(work, env)
+    finally:
+        if len(sys.argv) <= 2:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
