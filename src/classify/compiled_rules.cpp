@@ -1,5 +1,7 @@
 #include "classify/compiled_rules.hpp"
 
+#include <algorithm>
+
 #include <hs/hs.h>
 
 namespace classify {
@@ -8,6 +10,19 @@ namespace {
 
 unsigned hs_flags(bool caseless) {
   unsigned flags = HS_FLAG_SINGLEMATCH;
+  if (caseless) {
+    flags |= HS_FLAG_CASELESS;
+  }
+  return flags;
+}
+
+// Flags in the shared database: ^ and $ at line breaks; every match reported,
+// except for markers (once per block is all they need).
+unsigned db_flags(bool caseless, bool once) {
+  unsigned flags = HS_FLAG_MULTILINE;
+  if (once) {
+    flags |= HS_FLAG_SINGLEMATCH;
+  }
   if (caseless) {
     flags |= HS_FLAG_CASELESS;
   }
@@ -56,7 +71,51 @@ std::string check_extractor(const std::string& pattern) {
   return {};
 }
 
-CompiledRules::~CompiledRules() { hs_free_database(m_db); }
+CompiledRules::~CompiledRules() {
+  hs_free_database(m_db);
+  for (auto& [mask, db] : m_marker_dbs) {
+    hs_free_database(db);
+  }
+}
+
+const hs_database* CompiledRules::marker_database(uint32_t unseen) const {
+  if (unseen == 0) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_marker_dbs.find(unseen);
+  if (it != m_marker_dbs.end()) {
+    return it->second;
+  }
+  std::vector<const char*> expressions;
+  std::vector<unsigned> flags, ids;
+  for (unsigned id = 0; id < m_patterns.size(); ++id) {
+    const PatternRef& ref = m_patterns[id];
+    if (!ref.once) {
+      continue;
+    }
+    auto pos = std::find(m_once.begin(), m_once.end(), ref.rule) - m_once.begin();
+    if (!(unseen & (1u << pos))) {
+      continue;
+    }
+    const Rule& rule = m_rules[ref.rule];
+    const auto& list = ref.exclude ? rule.exclude : rule.patterns;
+    expressions.push_back(list[ref.index].c_str());
+    flags.push_back(db_flags(rule.caseless, true));
+    ids.push_back(id);
+  }
+  hs_database_t* db = nullptr;
+  hs_compile_error_t* err = nullptr;
+  if (!expressions.empty() &&
+      hs_compile_multi(expressions.data(), flags.data(), ids.data(),
+                       static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, &db,
+                       &err) != HS_SUCCESS) {
+    hs_free_compile_error(err);
+    db = nullptr;
+  }
+  m_marker_dbs[unseen] = db;
+  return db;
+}
 
 int CompiledRules::index_of(const std::string& id) const {
   auto it = m_index.find(id);
@@ -70,20 +129,36 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
   std::vector<const char*> expressions;
   std::vector<unsigned> flags;
   std::vector<unsigned> ids;
+  // A marker that clears another rule must say where it last matched, so it is
+  // reported on every line like a rule.
+  std::unordered_map<std::string, bool> clears;
+  for (const Rule& rule : rules) {
+    for (const auto& id : rule.cleared_by) {
+      clears[id] = true;
+    }
+  }
   for (uint32_t r = 0; r < rules.size(); ++r) {
     const Rule& rule = rules[r];
     out->m_index[rule.id] = static_cast<int>(r);
-    auto add = [&](const std::string& p, bool exclude) {
-      expressions.push_back(p.c_str());
-      flags.push_back(hs_flags(rule.caseless));
-      ids.push_back(static_cast<unsigned>(out->m_patterns.size()));
-      out->m_patterns.push_back(PatternRef{r, exclude});
-    };
-    for (const auto& p : rule.patterns) {
-      add(p, false);
+    const bool once = rule.is_marker && !clears.count(rule.id) && out->m_once.size() < 32;
+    if (once) {
+      out->m_once.push_back(r);
     }
-    for (const auto& p : rule.exclude) {
-      add(p, true);
+    auto add = [&](const std::string& p, bool exclude, uint32_t index) {
+      PatternRef ref{r, exclude, once, index, nullptr};
+      if (!once) {
+        expressions.push_back(p.c_str());
+        flags.push_back(db_flags(rule.caseless, false));
+        ids.push_back(static_cast<unsigned>(out->m_patterns.size()));
+        ref.verify = std::make_unique<RE2>(p, re2_options(rule.caseless));
+      }
+      out->m_patterns.push_back(std::move(ref));
+    };
+    for (uint32_t i = 0; i < rule.patterns.size(); ++i) {
+      add(rule.patterns[i], false, i);
+    }
+    for (uint32_t i = 0; i < rule.exclude.size(); ++i) {
+      add(rule.exclude[i], true, i);
     }
     std::vector<std::unique_ptr<RE2>> extractors;
     for (const auto& e : rule.extract) {
@@ -128,7 +203,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
       if (err) {
         message += err->message;
         if (err->expression >= 0) {
-          const PatternRef& ref = out->m_patterns[static_cast<size_t>(err->expression)];
+          const PatternRef& ref = out->m_patterns[ids[static_cast<size_t>(err->expression)]];
           const Rule& rule = rules[ref.rule];
           message = rule.origin + ": rule '" + rule.id + "': pattern '" +
                     expressions[static_cast<size_t>(err->expression)] + "': " + err->message;

@@ -1,16 +1,20 @@
 // classify/compiled_rules.hpp: a rule table turned into matchers.
 //
 // One Hyperscan database holds every pattern of every rule and marker (positive
-// and exclusion patterns alike), so each line is scanned once whatever the
-// number of rules; the pattern id maps back to its rule. RE2 is used only on the
-// few lines that matched, to extract fields. Both engines run in time linear in
+// and exclusion patterns alike), in multi-line mode: the scanner joins normalised
+// lines into blocks of about 1 MiB and scans each block once, whatever the number
+// of rules; a match's pattern id maps back to its rule and its end offset to its
+// line. RE2 is used only on the few lines that matched, to confirm the match on
+// that line alone and to extract fields. Both engines run in time linear in
 // the input, which matters because logs are untrusted text.
 //
 // A CompiledRules is immutable once built and shared by every Scanner of a
 // RuleSet; each Scanner allocates its own Hyperscan scratch.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +32,14 @@ namespace classify {
 struct PatternRef {
   uint32_t rule = 0;     // index into rules
   bool exclude = false;  // an exclusion pattern of that rule
+  // Markers only need to know that (and roughly where) they matched, so Hyperscan
+  // reports them once per scanned block; a progress marker would otherwise report
+  // on most lines of a training log.
+  bool once = false;
+  uint32_t index = 0;  // in the rule's patterns (or exclude) list
+  // Re-checks a match on its own line: the database scans blocks of lines, and a
+  // pattern such as \s* could otherwise match across a line break. Null for markers.
+  std::unique_ptr<RE2> verify;
 };
 
 class CompiledRules {
@@ -38,7 +50,15 @@ public:
       const std::vector<Rule>& rules, const std::vector<std::string>& global_extract);
 
   const std::vector<Rule>& rules() const { return m_rules; }
+  // Every pattern except those of the "once" markers.
   const hs_database* database() const { return m_db; }
+  // Markers that only need their first match (ids into rules(), at most 32). A
+  // progress marker matches most lines of a training log; once it was seen, the
+  // scanner stops paying for it by scanning with a database of the markers still
+  // unseen (bit i of `unseen` stands for once_markers()[i]). Built on first use and
+  // cached; null when `unseen` is 0 or the build failed.
+  const std::vector<uint32_t>& once_markers() const { return m_once; }
+  const hs_database* marker_database(uint32_t unseen) const;
   const PatternRef& pattern(unsigned id) const { return m_patterns[id]; }
   size_t pattern_count() const { return m_patterns.size(); }
   // Index of a rule or marker by id; -1 when absent.
@@ -58,6 +78,9 @@ private:
   CompiledRules() = default;
   std::vector<Rule> m_rules;
   hs_database* m_db = nullptr;
+  std::vector<uint32_t> m_once;
+  mutable std::mutex m_mutex;
+  mutable std::map<uint32_t, hs_database*> m_marker_dbs;
   std::vector<PatternRef> m_patterns;
   std::unordered_map<std::string, int> m_index;
   std::vector<std::vector<std::unique_ptr<RE2>>> m_extract;

@@ -25,56 +25,70 @@ std::optional<std::string> to_gnu_ere(const std::string& p, bool caseless) {
     caseless = true;
     i = 4;
   }
+  // A bracket expression is rebuilt on its own: in POSIX brackets a backslash is a
+  // literal, so ']' must come first and '-' last instead of being escaped.
   bool in_bracket = false;
-  size_t bracket_start = 0;
+  bool negate = false, has_close = false, has_dash = false;
+  std::string inner;
   for (; i < p.size(); ++i) {
     char c = p[i];
     if (in_bracket) {
-      if (c == ']' && i > bracket_start) {
+      if (c == ']' && !(inner.empty() && !has_close && !has_dash && p[i - 1] == '[')) {
         in_bracket = false;
-        out.push_back(c);
+        out.push_back('[');
+        if (negate) {
+          out.push_back('^');
+        }
+        if (has_close) {
+          out.push_back(']');
+        }
+        out += inner;
+        if (has_dash) {
+          out.push_back('-');
+        }
+        out.push_back(']');
       } else if (c == '\\' && i + 1 < p.size()) {
         char e = p[++i];
         if (e == 'd') {
-          out += "0-9";
+          inner += "0-9";
         } else if (e == 'w') {
-          out += "[:alnum:]_";
+          inner += "[:alnum:]_";
         } else if (e == 's') {
-          out += "[:space:]";
+          inner += "[:space:]";
         } else if (e == 'r') {
-          out.push_back('\r');
+          inner.push_back('\r');
         } else if (e == 'n') {
           // grep never sees a newline inside a line: nothing to exclude
         } else if (e == 't') {
-          out.push_back('\t');
+          inner.push_back('\t');
         } else if (e == 'x' && i + 2 < p.size() && hex(p[i + 1]) >= 0 && hex(p[i + 2]) >= 0) {
-          out.push_back(static_cast<char>(hex(p[i + 1]) * 16 + hex(p[i + 2])));
+          inner.push_back(static_cast<char>(hex(p[i + 1]) * 16 + hex(p[i + 2])));
           i += 2;
-        } else if (std::ispunct(static_cast<unsigned char>(e)) && e != ']' && e != '-' &&
-                   e != '^' && e != '[') {
-          out.push_back(e);
+        } else if (e == ']') {
+          has_close = true;
+        } else if (e == '-') {
+          has_dash = true;
+        } else if (std::ispunct(static_cast<unsigned char>(e)) && e != '[' && e != '^') {
+          inner.push_back(e);
         } else {
           return std::nullopt;
         }
+      } else if (caseless && std::isalpha(static_cast<unsigned char>(c)) &&
+                 !(i + 1 < p.size() && p[i + 1] == '-') && !(i > 0 && p[i - 1] == '-')) {
+        inner.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+        inner.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
       } else {
-        if (caseless && std::isalpha(static_cast<unsigned char>(c)) &&
-            !(i + 1 < p.size() && p[i + 1] == '-') && !(i > 0 && p[i - 1] == '-')) {
-          out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-          out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-        } else {
-          out.push_back(c);
-        }
+        inner.push_back(c);
       }
       continue;
     }
     if (c == '[') {
       in_bracket = true;
-      out.push_back(c);
-      bracket_start = i + 1;
+      negate = has_close = has_dash = false;
+      inner.clear();
       if (i + 1 < p.size() && p[i + 1] == '^') {
-        out.push_back('^');
+        negate = true;
         ++i;
-        bracket_start = i + 1;
       }
       continue;
     }

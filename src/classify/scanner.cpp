@@ -1,8 +1,14 @@
 // classify/scanner.cpp: the streaming pass over a log.
 //
-// Per line: strip ANSI codes and launcher prefixes, one Hyperscan scan for all
-// patterns, and, only for the rare lines that matched, bookkeeping and RE2 field
-// extraction. Everything else about the verdict is decided at the end (decide.cpp).
+// Each line (segment) is normalised (ANSI codes and launcher prefixes removed) and
+// appended to a block; when the block holds about 1 MiB, one Hyperscan scan finds
+// every pattern in it. Only the rare lines that matched get bookkeeping, an RE2
+// check of the match on that line alone, and field extraction. Scanning blocks
+// instead of lines matters: a training log is mostly short progress lines, and a
+// call per line would cost more than the matching itself. Everything about the
+// verdict is decided at the end (decide.cpp).
+#include <algorithm>
+
 #include <hs/hs.h>
 
 #include "classify/classifier.hpp"
@@ -18,11 +24,40 @@ namespace {
 
 constexpr std::string_view k_marker = "#gpualert# ";
 constexpr size_t k_max_wrapper_lines = 64;
+constexpr size_t k_block_bytes = 1 << 20;
 
-int on_match(unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
-  static_cast<std::vector<unsigned>*>(ctx)->push_back(id);
+struct Match {
+  unsigned long long to;
+  unsigned id;
+  bool operator<(const Match& o) const { return to != o.to ? to < o.to : id < o.id; }
+};
+
+int on_match(unsigned id, unsigned long long, unsigned long long to, unsigned, void* ctx) {
+  static_cast<std::vector<Match>*>(ctx)->push_back(Match{to, id});
   return 0;
 }
+
+// Lines waiting to be scanned: their normalised text joined by '\n' (what the
+// patterns see), and the prefixes that were cut off (kept for the evidence text).
+struct Block {
+  struct Line {
+    size_t offset;  // of the normalised text in `text`
+    size_t length;
+    size_t prefix_offset;
+    size_t prefix_length;
+    int rank;
+    uint64_t number;
+  };
+  std::string text;
+  std::string prefixes;
+  std::vector<Line> lines;
+
+  void clear() {
+    text.clear();
+    prefixes.clear();
+    lines.clear();
+  }
+};
 
 }  // namespace
 
@@ -30,14 +65,16 @@ struct Scanner::Impl {
   std::shared_ptr<const CompiledRules> rules;
   hs_scratch_t* scratch = nullptr;
   LineSplitter splitter;
+  Block block;
   std::vector<RuleHits> hits;
   std::vector<uint64_t> label_lines;  // keyword baseline, by index into labels()
   std::vector<int> rule_label;        // index into labels(), -1 for markers
   std::vector<std::string> wrapper_lines;
   bool finished = false;
 
-  // Per-line scratch, reused.
-  std::vector<unsigned> matched_ids;
+  // Scratch, reused.
+  std::vector<Match> matches;
+  std::vector<unsigned> line_ids;
   std::vector<uint8_t> matched, excluded, label_seen;
   std::vector<uint32_t> touched;
   std::string ansi;
@@ -51,29 +88,89 @@ struct Scanner::Impl {
       }
       return;
     }
-    scan_line(seg, line, Origin::log, hits);
+    add(block, seg, line);
+    if (block.text.size() >= k_block_bytes) {
+      flush(block, Origin::log, hits, &label_lines);
+    }
   }
 
-  // Scans one line and records its evidence into `into`.
-  void scan_line(std::string_view raw, uint64_t line, Origin origin,
-                 std::vector<RuleHits>& into) {
-    if (!rules || !rules->database()) {
-      return;
-    }
+  void add(Block& b, std::string_view raw, uint64_t line) {
     std::string_view text = strip_ansi(raw, ansi);
     Stripped stripped = strip_prefixes(text);
     if (stripped.text.empty()) {
       return;
     }
-    matched_ids.clear();
-    hs_scan(rules->database(), stripped.text.data(), static_cast<unsigned>(stripped.text.size()),
-            0, scratch, on_match, &matched_ids);
-    if (matched_ids.empty()) {
+    const size_t prefix_length = static_cast<size_t>(stripped.text.data() - text.data());
+    b.lines.push_back(Block::Line{b.text.size(), stripped.text.size(), b.prefixes.size(),
+                                  prefix_length, stripped.rank, line});
+    b.prefixes.append(text.data(), prefix_length);
+    b.text.append(stripped.text);
+    b.text.push_back('\n');
+  }
+
+  uint32_t unseen_markers(const std::vector<RuleHits>& into) const {
+    uint32_t mask = 0;
+    const auto& once = rules->once_markers();
+    for (size_t i = 0; i < once.size(); ++i) {
+      if (into[once[i]].count == 0) {
+        mask |= 1u << i;
+      }
+    }
+    return mask;
+  }
+
+  // Scans the block and records its evidence into `into`.
+  void flush(Block& b, Origin origin, std::vector<RuleHits>& into,
+             std::vector<uint64_t>* keyword_lines) {
+    if (b.lines.empty()) {
       return;
     }
+    if (rules) {
+      matches.clear();
+      if (rules->database()) {
+        hs_scan(rules->database(), b.text.data(), static_cast<unsigned>(b.text.size()), 0,
+                scratch, on_match, &matches);
+      }
+      if (const hs_database_t* db = rules->marker_database(unseen_markers(into))) {
+        // hs_alloc_scratch only grows the scratch when this database needs more.
+        if (hs_alloc_scratch(db, &scratch) == HS_SUCCESS) {
+          hs_scan(db, b.text.data(), static_cast<unsigned>(b.text.size()), 0, scratch, on_match,
+                  &matches);
+        }
+      }
+      std::sort(matches.begin(), matches.end());
+      size_t li = 0;
+      for (size_t mi = 0; mi < matches.size();) {
+        // The line whose text (or final '\n') holds the end of the match.
+        while (li + 1 < b.lines.size() && b.lines[li + 1].offset < matches[mi].to) {
+          ++li;
+        }
+        line_ids.clear();
+        for (; mi < matches.size() && (li + 1 == b.lines.size() ||
+                                       matches[mi].to <= b.lines[li + 1].offset);
+             ++mi) {
+          if (line_ids.empty() || line_ids.back() != matches[mi].id) {
+            line_ids.push_back(matches[mi].id);
+          }
+        }
+        std::sort(line_ids.begin(), line_ids.end());
+        line_ids.erase(std::unique(line_ids.begin(), line_ids.end()), line_ids.end());
+        process_line(b, b.lines[li], origin, into, keyword_lines);
+      }
+    }
+    b.clear();
+  }
+
+  void process_line(const Block& b, const Block::Line& line, Origin origin,
+                    std::vector<RuleHits>& into, std::vector<uint64_t>* keyword_lines) {
+    std::string_view text(b.text.data() + line.offset, line.length);
     touched.clear();
-    for (unsigned id : matched_ids) {
+    for (unsigned id : line_ids) {
       const PatternRef& ref = rules->pattern(id);
+      if (ref.verify && !RE2::PartialMatch(re2::StringPiece(text.data(), text.size()),
+                                           *ref.verify)) {
+        continue;  // matched across a line break only
+      }
       if (!matched[ref.rule] && !excluded[ref.rule]) {
         touched.push_back(ref.rule);
       }
@@ -88,14 +185,16 @@ struct Scanner::Impl {
     }
     for (uint32_t r : touched) {
       const Rule& rule = rules->rules()[r];
-      if (matched[r] && rule_label[r] >= 0 && !label_seen[static_cast<size_t>(rule_label[r])]) {
-        label_seen[static_cast<size_t>(rule_label[r])] = 1;
-        ++label_lines[static_cast<size_t>(rule_label[r])];
+      const int label = rule_label[r];
+      if (keyword_lines && matched[r] && label >= 0 &&
+          !label_seen[static_cast<size_t>(label)]) {
+        label_seen[static_cast<size_t>(label)] = 1;
+        ++(*keyword_lines)[static_cast<size_t>(label)];
       }
       bool source_ok = rule.source == Source::any ||
                        (rule.source == Source::log) == (origin == Origin::log);
       if (matched[r] && !excluded[r] && source_ok && !(rule.yields && specific)) {
-        record(r, text, stripped, line, origin, into[r]);
+        record(r, b, line, text, origin, into[r]);
       }
     }
     for (uint32_t r : touched) {
@@ -106,9 +205,9 @@ struct Scanner::Impl {
     }
   }
 
-  void record(uint32_t r, std::string_view text, const Stripped& stripped, uint64_t line,
+  void record(uint32_t r, const Block& b, const Block::Line& line, std::string_view text,
               Origin origin, RuleHits& h) {
-    uint64_t pos = position(origin, line);
+    uint64_t pos = position(origin, line.number);
     ++h.count;
     if (h.first == k_no_position) {
       h.first = pos;
@@ -117,13 +216,15 @@ struct Scanner::Impl {
     if (h.evidence.size() >= k_max_evidence) {
       return;
     }
-    h.evidence.push_back(
-        EvidenceLine{line, printable(text), origin == Origin::kernel ? "kernel" : "log"});
-    if (stripped.rank >= 0 && !h.fields.count("rank")) {
-      h.fields["rank"] = std::to_string(stripped.rank);
+    std::string full(b.prefixes.data() + line.prefix_offset, line.prefix_length);
+    full.append(text);
+    h.evidence.push_back(EvidenceLine{line.number, printable(full),
+                                      origin == Origin::kernel ? "kernel" : "log"});
+    if (line.rank >= 0 && !h.fields.count("rank")) {
+      h.fields["rank"] = std::to_string(line.rank);
     }
     for (const auto& re : rules->extractors(r)) {
-      extract(*re, stripped.text, h.fields);
+      extract(*re, text, h.fields);
     }
   }
 
@@ -141,6 +242,24 @@ struct Scanner::Impl {
         fields[name] = printable(std::string_view(g.data(), g.size()), 200);
       }
     }
+  }
+
+  // Scans kernel lines into `into` (numbered 1.. in their own source).
+  void scan_kernel(const HostEvidence& host, std::vector<RuleHits>& into,
+                   std::vector<uint64_t>* keyword_lines) {
+    Block kb;
+    uint64_t n = 0;
+    for (const auto& line : host.kernel_lines) {
+      ++n;
+      LineSplitter splitter;
+      auto on_seg = [&](std::string_view seg, uint64_t) { add(kb, seg, n); };
+      splitter.feed(line, on_seg);
+      splitter.finish(on_seg);
+      if (kb.text.size() >= k_block_bytes) {
+        flush(kb, Origin::kernel, into, keyword_lines);
+      }
+    }
+    flush(kb, Origin::kernel, into, keyword_lines);
   }
 };
 
@@ -169,7 +288,13 @@ Scanner::Scanner(const RuleSet& rules) : m_impl(std::make_unique<Impl>()) {
   if (s.rules->database() &&
       hs_alloc_scratch(s.rules->database(), &s.scratch) != HS_SUCCESS) {
     s.rules.reset();
+    return;
   }
+  if (const hs_database_t* db = s.rules->marker_database(s.unseen_markers(s.hits));
+      db && hs_alloc_scratch(db, &s.scratch) != HS_SUCCESS) {
+    s.rules.reset();
+  }
+  s.block.text.reserve(k_block_bytes + k_line_cap + 1);
 }
 
 Scanner::~Scanner() = default;
@@ -186,6 +311,7 @@ void Scanner::finish() {
   }
   s.finished = true;
   s.splitter.finish([&s](std::string_view seg, uint64_t line) { s.on_segment(seg, line); });
+  s.flush(s.block, Origin::log, s.hits, &s.label_lines);
 }
 
 uint64_t Scanner::lines_seen() const { return m_impl->splitter.lines(); }
@@ -212,35 +338,21 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
                    "the rule table could not be compiled; run `gpualert rules check`", {}, {}};
   }
   std::vector<RuleHits> hits = s.hits;
-  std::vector<uint64_t> saved_counts = s.label_lines;
-  uint64_t n = 0;
-  for (const auto& line : host.kernel_lines) {
-    ++n;
-    LineSplitter splitter;
-    auto on_seg = [&](std::string_view seg, uint64_t) {
-      s.scan_line(seg, n, Origin::kernel, hits);
-    };
-    splitter.feed(line, on_seg);
-    splitter.finish(on_seg);
-  }
-  s.label_lines = std::move(saved_counts);
+  s.scan_kernel(host, hits, nullptr);
   return decide(*s.rules, hits, exit, host);
 }
 
 std::map<std::string, uint64_t> Scanner::keyword_counts(const HostEvidence& host) const {
   Impl& s = *m_impl;
-  std::vector<uint64_t> saved = s.label_lines;
+  std::vector<uint64_t> counts = s.label_lines;
   std::vector<RuleHits> scratch_hits = s.hits;
-  for (const auto& line : host.kernel_lines) {
-    s.scan_line(line, 0, Origin::kernel, scratch_hits);
-  }
+  s.scan_kernel(host, scratch_hits, &counts);
   std::map<std::string, uint64_t> out;
-  for (size_t i = 0; i < s.label_lines.size(); ++i) {
-    if (s.label_lines[i] > 0) {
-      out[std::string(labels()[i].label)] = s.label_lines[i];
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) {
+      out[std::string(labels()[i].label)] = counts[i];
     }
   }
-  s.label_lines = std::move(saved);
   return out;
 }
 

@@ -17,6 +17,15 @@ size_t digits_at(std::string_view s, size_t i) {
   return n;
 }
 
+// Small decimal numbers from a prefix (at most 6 digits, checked by the callers).
+int to_int(std::string_view digits) {
+  int v = 0;
+  for (char c : digits) {
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 // Parses "[<word><digits>]" followed by ':' at the start of s; returns the number of
 // bytes consumed (0 if absent) and the number in *value.
 size_t bracket_word_number(std::string_view s, std::string_view word, int* value) {
@@ -28,7 +37,7 @@ size_t bracket_word_number(std::string_view s, std::string_view word, int* value
   if (n == 0 || n > 6 || i + n + 1 >= s.size() || s[i + n] != ']' || s[i + n + 1] != ':') {
     return 0;
   }
-  *value = std::stoi(std::string(s.substr(i, n)));
+  *value = to_int(s.substr(i, n));
   return i + n + 2;
 }
 
@@ -70,7 +79,7 @@ size_t strip_one(std::string_view s, int* rank) {
         std::string_view rest = s.substr(i + 1);
         for (std::string_view tag : {"<stdout>:", "<stderr>:"}) {
           if (rest.substr(0, tag.size()) == tag) {
-            *rank = std::stoi(std::string(s.substr(2 + a, b)));
+            *rank = to_int(s.substr(2 + a, std::min<size_t>(b, 6)));
             return i + 1 + tag.size();
           }
         }
@@ -93,7 +102,7 @@ size_t strip_one(std::string_view s, int* rank) {
   }
   size_t n = digits_at(s, sp);
   if (n > 0 && n <= 5 && sp + n + 1 < s.size() && s[sp + n] == ':' && s[sp + n + 1] == ' ') {
-    *rank = std::stoi(std::string(s.substr(sp, n)));
+    *rank = to_int(s.substr(sp, n));
     return sp + n + 2;
   }
   return 0;
@@ -143,6 +152,11 @@ std::string_view strip_ansi(std::string_view in, std::string& scratch) {
 
 Stripped strip_prefixes(std::string_view line) {
   Stripped out{line, -1};
+  // Most lines start with none of '[', a digit, a space or a glog severity letter.
+  if (line.empty() || !(line[0] == '[' || line[0] == ' ' || is_digit(line[0]) ||
+                        is_severity(line[0]))) {
+    return out;
+  }
   for (int round = 0; round < 6; ++round) {
     size_t n = strip_one(out.text, &out.rank);
     if (n == 0) {
