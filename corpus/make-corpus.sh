@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates corpus/reproduced/ by really running every failure on this machine.
 #   usage: corpus/make-corpus.sh [PATH_TO_GPUALERT_BINARY] [GENERATOR ...]
-# The binary is not used yet (cases are captured by gen/capture.py).
+# Most cases are captured by gen/capture.py; gen_wrapper.py records cases with
+# the gpualert binary itself (its run directory is the case).
 # Each generator is independent: one that fails does not stop the others.
 # Needs root (memory cgroups, /dev/kmsg, private mounts, Slurm daemons).
 set -u
@@ -12,11 +13,15 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
 is_gen() { [ -e "$gen/$1" ] || [ -e "$gen/gen_$1.py" ] || [ -e "$gen/gen_$1.sh" ]; }
-if [ $# -gt 0 ] && ! is_gen "$1"; then shift; fi  # the gpualert binary (unused for now)
+if [ $# -gt 0 ] && ! is_gen "$1"; then
+  GPUALERT_BIN="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+  export GPUALERT_BIN
+  shift
+fi
 
 all_gens=(gen_host_oom.py gen_shm.py gen_disk_full.py gen_native_crash.py gen_numerical.py
           gen_cuda_setup.py gen_script_error.py gen_success.py gen_unknown.py gen_cancelled.py
-          gen_distributed.py gen_slurm.py)
+          gen_distributed.py gen_slurm.py gen_wrapper.py)
 if [ $# -gt 0 ]; then
   gens=()
   for g in "$@"; do
