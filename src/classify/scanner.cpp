@@ -337,8 +337,29 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
     return Verdict{"unknown", "rules-unusable", "-",
                    "the rule table could not be compiled; run `gpualert rules check`", {}, {}};
   }
-  std::vector<RuleHits> hits = s.hits;
+  // Kernel lines come first in time order (see rule_hits.hpp), so their evidence
+  // leads the evidence of the log.
+  std::vector<RuleHits> hits(s.hits.size());
   s.scan_kernel(host, hits, nullptr);
+  for (size_t i = 0; i < hits.size(); ++i) {
+    RuleHits& k = hits[i];
+    const RuleHits& l = s.hits[i];
+    if (l.count == 0) {
+      continue;
+    }
+    if (k.count == 0) {
+      k = l;
+      continue;
+    }
+    k.count += l.count;
+    k.last = l.last;
+    for (const auto& e : l.evidence) {
+      if (k.evidence.size() < k_max_evidence) {
+        k.evidence.push_back(e);
+      }
+    }
+    k.fields.insert(l.fields.begin(), l.fields.end());
+  }
   return decide(*s.rules, hits, exit, host);
 }
 

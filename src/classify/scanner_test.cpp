@@ -349,3 +349,87 @@ TEST(Streaming, EvidenceIsBoundedPerRule) {
 
 }  // namespace
 }  // namespace classify
+
+namespace classify {
+namespace {
+
+using testing::classify_text;
+using testing::exit_code;
+using testing::killed_by;
+
+TEST(Streaming, ManyBlocksKeepLineNumbers) {
+  // Several MiB: the scanner works in blocks of about 1 MiB, and evidence on either
+  // side of a block boundary must keep its own line number.
+  std::string log;
+  uint64_t line = 0;
+  while (log.size() < 3 * 1024 * 1024) {
+    log += "step " + std::to_string(line) + " | loss 0.5 | lr 1e-4 | padding padding padding\n";
+    ++line;
+  }
+  log += "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  const uint64_t fault_line = line + 1;
+  auto v = classify_text(log, exit_code(1));
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].line, fault_line);
+  for (size_t chunk : {4093u, 65536u}) {
+    Scanner scanner(testing::default_rules());
+    for (size_t i = 0; i < log.size(); i += chunk) {
+      scanner.feed(std::string_view(log).substr(i, chunk));
+    }
+    scanner.finish();
+    auto w = scanner.verdict(exit_code(1), {});
+    ASSERT_FALSE(w.evidence.empty());
+    EXPECT_EQ(w.evidence[0].line, fault_line) << chunk;
+  }
+}
+
+TEST(Streaming, NoMatchAcrossLineBreaks) {
+  // "loss" on one line and ": nan" on the next is not a NaN loss.
+  auto v = classify_text("val loss\n: nan\n", exit_code(1));
+  EXPECT_NE(v.label, "numerical_divergence");
+}
+
+TEST(Ordering, GenericExceptionYieldsToASpecificRuleOnItsLine) {
+  // The RuntimeError wraps a peer's report: weak evidence, and not a script error.
+  auto v = classify_text(
+      "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while "
+      "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+      "RuntimeError: [Rank 0]: Rank 3 failed to pass monitoredBarrier in 5000 ms\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "comm_timeout");
+}
+
+TEST(Ordering, PeerGoneIsWeakerThanThePeersOwnError) {
+  auto v = classify_text(
+      "[rank1]: RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+      "[10.0.0.1]:1234\n"
+      "[rank0]: ValueError: bad shard index\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+  v = classify_text("[rank1]: RuntimeError: Connection reset by peer\n", exit_code(1));
+  EXPECT_EQ(v.label, "comm_error");
+}
+
+TEST(Ordering, SlurmCancelAfterATaskFailedIsNotACancellation) {
+  auto v = classify_text(
+      "KeyError: 'input_ids'\n"
+      "srun: error: node1: task 0: Exited with exit code 1\n"
+      "slurmstepd: error: *** STEP 20.0 ON node1 CANCELLED AT 2024-01-01T00:00:00 ***\n",
+      exit_code(143));
+  EXPECT_EQ(v.label, "script_error");
+  v = classify_text(
+      "step 10\nslurmstepd: error: *** JOB 20 ON node1 CANCELLED AT 2024-01-01T00:00:00 ***\n"
+      "RuntimeError: Connection reset by peer\n",
+      killed_by(SIGTERM));
+  EXPECT_EQ(v.label, "cancelled");
+}
+
+TEST(Success, CrashReportedByAJobScriptThatWentOn) {
+  auto v = classify_text("job.sh: line 3: 12318 Segmentation fault      ./preproc\ndone\n",
+                         exit_code(0));
+  EXPECT_EQ(v.label, "native_crash");
+}
+
+}  // namespace
+}  // namespace classify

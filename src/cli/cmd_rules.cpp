@@ -23,7 +23,8 @@ int list_rules(const classify::RuleSet& rules, bool json) {
       out.push_back({{"order", ++order},
                      {"id", r.id},
                      {"label", r.is_marker ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
-                     {"tier", std::string(classify::tier_name(r.tier))},
+                     {"tier", r.is_marker ? nlohmann::json(nullptr)
+                                          : nlohmann::json(std::string(classify::tier_name(r.tier)))},
                      {"patterns", r.patterns.size()},
                      {"origin", r.origin}});
     }
@@ -35,7 +36,7 @@ int list_rules(const classify::RuleSet& rules, bool json) {
   for (const auto& r : rules.rules()) {
     std::printf("%5d  %-34s %-22s %s\n", ++order, r.id.c_str(),
                 r.is_marker ? "(marker)" : r.label.c_str(),
-                std::string(classify::tier_name(r.tier)).c_str());
+                r.is_marker ? "-" : std::string(classify::tier_name(r.tier)).c_str());
   }
   return 0;
 }
