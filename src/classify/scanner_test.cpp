@@ -252,7 +252,8 @@ TEST(Status, HostFacts) {
   EXPECT_EQ(v.rule, "host-oom-cgroup");
   ExitInfo timeout = killed_by(SIGTERM);
   timeout.wrapper_timeout = true;
-  v = classify_text("training...\nConnection reset by peer\n", timeout);
+  v = classify_text("training...\nReceived SIGTERM, saving checkpoint\nConnection reset by peer\n",
+                    timeout);
   EXPECT_EQ(v.label, "time_limit");
   ASSERT_FALSE(v.evidence.empty());
   EXPECT_EQ(v.evidence[0].source, "wrapper");
