@@ -24,6 +24,11 @@ test:
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-15} JOBS=$(JOBS) tests/fuzz/run-fuzz.sh
+
+fuzz:
+	@scripts/install-deps.sh test
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-300} JOBS=$(JOBS) tests/fuzz/run-fuzz.sh
 
 bench: build
 	@scripts/install-deps.sh test

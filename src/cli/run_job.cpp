@@ -337,9 +337,22 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   std::string report_path = rep.run_dir + "/report.json";
-  if (auto st = util::write_file_atomic(report_path, report::to_json(rep).dump(2) + "\n"); !st) {
+  std::string report_text = report::to_json(rep).dump(2) + "\n";
+  if (auto st = util::write_file_atomic(report_path, report_text); !st) {
+    // A full or broken log device must not lose the verdict too: keep it in the state dir.
+    std::string fallback_dir = notify::state_dir(config) + "/reports";
+    std::string fallback = fallback_dir + "/" + util::safe_file_component(
+        rep.run_dir.substr(rep.run_dir.find_last_of('/') + 1), 200) + ".json";
     std::fprintf(stderr, "gpualert: WARNING: could not write %s: %s\n", report_path.c_str(),
                  st.error().c_str());
+    if (util::make_dirs(fallback_dir, 0700) && util::write_file_atomic(fallback, report_text)) {
+      std::fprintf(stderr, "gpualert: the report is in %s instead\n", fallback.c_str());
+      report_path = fallback;
+    }
+  }
+  if (sink.first_error()) {
+    std::fprintf(stderr, "gpualert: WARNING: the log is incomplete: %s (%llu bytes not written)\n",
+                 sink.first_error()->c_str(), static_cast<unsigned long long>(sink.lost_bytes()));
   }
 
   std::string notice;

@@ -1,4 +1,5 @@
 """The durable log: what the job printed reaches output.log, whatever happens."""
+import json
 import os
 import resource
 import shutil
@@ -159,6 +160,29 @@ class Capture(RunTestCase):
         self.assertIn("not usable", rep["log_fallback"])
         self.assertTrue(any("not usable" in w for w in rep["warnings"]))
         self.assertIn(b"ran\n", self.job_output(run_dir))
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root for a private tmpfs")
+    def test_full_log_device_loses_nothing_else(self):
+        # The log directory is a real 256 KiB tmpfs (in a private mount namespace);
+        # the job prints 4 MiB. The job's status and its terminal output are untouched,
+        # and the loss is said loudly.
+        small = os.path.join(self.tmp, "small")
+        os.makedirs(small)
+        job = "import sys\nfor i in range(40000): print(f'step {i:06d} ' + 'x' * 90)\nsys.exit(3)\n"
+        script = (f"mount -t tmpfs -o size=256k tmpfs {small} && "
+                  f"exec {BIN} run --notify never --log-dir {small} -- {PY} -c \"$JOB\"")
+        p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                           env=dict(self.env, JOB=job), cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3)
+        self.assertEqual(len(p.stdout.splitlines()), 40000)
+        self.assertIn(b"the log is incomplete", p.stderr)
+        self.assertIn(b"No space left on device", p.stderr)
+        fallback = os.path.join(self.state, "reports")
+        reports = os.listdir(fallback) if os.path.isdir(fallback) else []
+        if reports:  # report.json did not fit either: it went to the state dir
+            rep = json.load(open(os.path.join(fallback, reports[0])))
+            self.assertEqual(rep["exit_code"], 3)
+            self.assertTrue(any("incomplete" in w for w in rep["warnings"]))
 
     def test_job_sees_run_dir_and_line_buffering_hints(self):
         job = 'echo "$GPUALERT_RUN_DIR|$PYTHONUNBUFFERED|$_STDBUF_O"'
