@@ -20,6 +20,8 @@ int cmd_notify(int argc, char** argv) {
   app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)");
   app.add_option("--config", config_file, "configuration file");
   app.add_option("--notify-timeout", timeout, "the most delivery may take (default 60s)");
+  bool report_outcome = false;  // for `run`: the outcome in a form it parses (cli/notifier.cpp)
+  app.add_flag("--report-outcome", report_outcome)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")->required();
   try {
     app.parse(argc, argv);
@@ -64,6 +66,11 @@ int cmd_notify(int argc, char** argv) {
     notice.budget_bytes = config->budget_bytes;
   }
   notify::Outcome out = notify::notify_run(notice, *config);
+  if (report_outcome) {
+    std::printf("%d%d\n%s\n%s", out.delivered ? 1 : 0, out.queued ? 1 : 0, out.where.c_str(),
+                out.detail.c_str());
+    return 0;
+  }
   if (out.delivered) {
     std::printf("gpualert: notification delivered (%s)\n", out.where.c_str());
     return 0;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "cli/notifier.hpp"
 
 namespace {
 
@@ -13,9 +14,10 @@ constexpr cli::Command k_commands[] = {
     {"classify", cli::cmd_classify, "diagnose a log offline"},
     {"eval", cli::cmd_eval, "measure the rules on a labelled corpus"},
     {"rules", cli::cmd_rules, "list the rules, or check a rules file"},
-    {"outbox", cli::cmd_outbox, "list or flush notifications not yet delivered"},
-    {"test-notify", cli::cmd_test_notify, "send a test notification and say what failed"},
-    {"notify", cli::cmd_notify, "(re)send the notification of a finished run directory"},
+    // These need libcurl, which lives in the gpualert-notify helper (cli/notifier.hpp).
+    {"outbox", cli::exec_notify_helper, "list or flush notifications not yet delivered"},
+    {"test-notify", cli::exec_notify_helper, "send a test notification and say what failed"},
+    {"notify", cli::exec_notify_helper, "(re)send the notification of a finished run directory"},
 };
 
 void usage(FILE* out) {

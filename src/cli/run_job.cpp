@@ -16,7 +16,8 @@
 #include "classify/classifier.hpp"
 #include "cli/job_env.hpp"
 #include "host/evidence.hpp"
-#include "notify/notify.hpp"
+#include "cli/notifier.hpp"
+#include "notify/policy.hpp"
 #include "report/run_dir.hpp"
 #include "report/run_report.hpp"
 #include "supervise/spawn.hpp"
@@ -93,70 +94,6 @@ std::string footer(const supervise::SuperviseResult& r, const std::string& ended
   out += m + "ended: " + ended + "\n";
   out += m + "status: " + r.status.describe() + "\n";
   return out;
-}
-
-// notify_run() in a process of its own: whatever the notifier does (crash, hang,
-// a bug in building the message), `run` goes on to exit as the job did, at the
-// latest a few seconds past --notify-timeout. Called when no other thread runs.
-notify::Outcome notify_isolated(const notify::RunNotice& notice, const notify::Config& config) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return notify::Outcome{false, false, "", std::string("pipe: ") + std::strerror(errno)};
-  }
-  util::UniqueFd rd(fds[0]), wr(fds[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    return notify::Outcome{false, false, "", std::string("fork: ") + std::strerror(errno)};
-  }
-  if (pid == 0) {
-    rd.reset();
-    notify::Outcome o = notify::notify_run(notice, config);
-    std::string msg = std::string(o.delivered ? "1" : "0") + (o.queued ? "1" : "0") + "\n" +
-                      o.where + "\n" + o.detail;
-    (void)util::write_all(wr.get(), msg);
-    ::_exit(0);
-  }
-  wr.reset();
-  auto deadline = std::chrono::steady_clock::now() + config.notify_timeout + std::chrono::seconds(5);
-  std::string got;
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      break;
-    }
-    struct pollfd p {rd.get(), POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) {
-      continue;
-    }
-    ssize_t n = util::read_retry(rd.get(), buf, sizeof buf);
-    if (n <= 0) {
-      break;
-    }
-    got.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return notify::Outcome{false, false, "", "the notifier did not finish in time and was stopped; "
-                           "`gpualert notify " + notice.run_dir + "` sends it again"};
-  }
-  auto nl1 = got.find('\n');
-  if (!WIFEXITED(status) || got.size() < 2 || nl1 == std::string::npos) {
-    std::string how = WIFSIGNALED(status) ? "was killed by " + supervise::signal_name(WTERMSIG(status))
-                                          : "failed";
-    return notify::Outcome{false, false, "", "the notifier " + how + "; `gpualert notify " +
-                           notice.run_dir + "` sends it again"};
-  }
-  auto nl2 = got.find('\n', nl1 + 1);
-  notify::Outcome o;
-  o.delivered = got[0] == '1';
-  o.queued = got[1] == '1';
-  o.where = got.substr(nl1 + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl1 - 1);
-  o.detail = nl2 == std::string::npos ? "" : got.substr(nl2 + 1);
-  return o;
 }
 
 }  // namespace
@@ -286,7 +223,7 @@ RunEnding run_job(const RunOptions& o) {
     result.events.push_back("could not start the job: " + f->message);
     rep.warnings.push_back(f->message);
   } else {
-    notify::flush_outbox_in_background(config);
+    flush_outbox_in_background(config, o.config_file);
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
   }
   auto end = Clock::now();
@@ -357,8 +294,8 @@ RunEnding run_job(const RunOptions& o) {
 
   std::string notice;
   if (notify::should_notify(config, rep)) {
-    notify::RunNotice n{rep.run_dir, o.attach, config.budget_bytes};
-    notify::Outcome outcome = notify_isolated(n, config);
+    NotifyOutcome outcome = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes,
+                                              o.config_file, config);
     if (outcome.delivered) {
       notice = "notified " + outcome.where;
     } else {

@@ -111,13 +111,6 @@ std::string html_table(const std::vector<Fact>& facts) {
 
 }  // namespace
 
-bool is_success(const report::RunReport& r) {
-  if (r.verdict) {
-    return r.verdict->label == "success";
-  }
-  return !r.signal && r.exit_code && *r.exit_code == 0;
-}
-
 std::string ending_phrase(const report::RunReport& r) {
   std::string s;
   if (r.signal) {

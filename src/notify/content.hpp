@@ -7,6 +7,8 @@
 // body text is masked for secrets (log_excerpt) and HTML-escaped.
 #pragma once
 
+#include "notify/policy.hpp"
+
 #include <string>
 #include <vector>
 
@@ -17,7 +19,6 @@
 namespace notify {
 
 // A run succeeded when its verdict says "success", or, with no verdict, when it exited 0.
-bool is_success(const report::RunReport& r);
 
 // "exit 1 after 2h13m", "killed by SIGKILL after 5m02s", "exit 0 after 42s".
 std::string ending_phrase(const report::RunReport& r);

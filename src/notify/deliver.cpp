@@ -1,7 +1,6 @@
 #include "notify/deliver.hpp"
 
 #include <cerrno>
-#include <dirent.h>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "notify/policy.hpp"
 #include "notify/transport.hpp"
 #include "util/fd.hpp"
 
@@ -212,33 +212,13 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
   return out;
 }
 
-namespace {
-
-bool has_pending_entries(const std::string& outbox) {
-  DIR* dir = ::opendir((outbox + "/new").c_str());
-  if (dir == nullptr) {
-    return false;
-  }
-  bool found = false;
-  while (struct dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') {
-      found = true;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return found;
-}
-
-}  // namespace
-
 void flush_outbox_in_background(const Config& config) {
   // Most runs find nothing to do: no channel configured, or nothing pending.
   // Say so without a fork, so that `run` adds no time in the common case.
   if (config.smtp_url.empty() && config.webhook_url.empty()) {
     return;
   }
-  if (!has_pending_entries(outbox_dir(config))) {
+  if (!outbox_has_pending(config)) {
     return;
   }
   pid_t pid = ::fork();

@@ -86,16 +86,6 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
 
 }  // namespace
 
-bool should_notify(const Config& config, const report::RunReport& r) {
-  if (config.notify_when == "never") {
-    return false;
-  }
-  if (config.notify_when == "failure") {
-    return !is_success(r);
-  }
-  return true;
-}
-
 Outcome notify_run(const RunNotice& rn, const Config& config) {
   try {
     return notify_run_or_throw(rn, config);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "notify/config.hpp"
+#include "notify/policy.hpp"
 #include "report/run_report.hpp"
 
 namespace notify {
@@ -38,13 +39,9 @@ struct RunNotice {
 
 Outcome notify_run(const RunNotice& notice, const Config& config);
 
-// Whether Config::notify_when (always | failure | never) asks for a message about this run.
-// "failure": anything but success (content.hpp is_success).
-bool should_notify(const Config& config, const report::RunReport& run);
-
 // Fire-and-forget: tries to deliver what is pending in the outbox, in a detached
-// process (stdio on /dev/null, its own deadline). Returns at once; `run` calls it
-// right after its child started, so it never delays the job.
+// process (stdio on /dev/null, its own deadline). Returns at once. (`run` itself
+// starts `gpualert-notify outbox flush` instead, see cli/notifier.hpp.)
 void flush_outbox_in_background(const Config& config);
 
 }  // namespace notify

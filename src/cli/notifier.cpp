@@ -1,0 +1,204 @@
+#include "cli/notifier.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "notify/policy.hpp"
+#include "supervise/exit_status.hpp"
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace cli {
+
+namespace {
+
+constexpr const char* k_helper_name = "gpualert-notify";
+
+// posix_spawn with stdout to `out_fd` (or /dev/null), stdin/stderr to /dev/null,
+// default signal dispositions and an empty mask; `detach` puts it in its own session.
+pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach) {
+  std::string helper = notify_helper_path();
+  if (helper.empty()) {
+    errno = ENOENT;
+    return -1;
+  }
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(k_helper_name));
+  for (const auto& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (out_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  }
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (detach) {
+    flags |= POSIX_SPAWN_SETSID;
+  }
+  posix_spawnattr_setflags(&attr, flags);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, helper.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  return pid;
+}
+
+std::vector<std::string> config_args(const std::string& config_file, const notify::Config& config) {
+  std::vector<std::string> args;
+  if (!config_file.empty()) {
+    args.insert(args.end(), {"--config", config_file});
+  }
+  args.insert(args.end(), {"--notify-timeout", std::to_string(config.notify_timeout.count()) + "ms"});
+  return args;
+}
+
+}  // namespace
+
+std::string notify_helper_path() {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    return {};
+  }
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/'));
+  std::string helper = dir + "/" + k_helper_name;
+  return ::access(helper.c_str(), X_OK) == 0 ? helper : std::string();
+}
+
+NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
+                                uint64_t budget_bytes, const std::string& config_file,
+                                const notify::Config& config) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return {false, false, "", std::string("pipe: ") + std::strerror(errno)};
+  }
+  util::UniqueFd rd(fds[0]), wr(fds[1]);
+  std::vector<std::string> args = {"notify", "--report-outcome", "--budget", std::to_string(budget_bytes)};
+  auto more = config_args(config_file, config);
+  args.insert(args.end(), more.begin(), more.end());
+  for (const auto& to : config.to) {
+    args.insert(args.end(), {"--to", to});
+  }
+  for (const auto& a : attach) {
+    args.insert(args.end(), {"--attach", a});
+  }
+  args.push_back(run_dir);
+  pid_t pid = spawn_helper(args, wr.get(), false);
+  wr.reset();
+  if (pid < 0) {
+    return {false, false, "", std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
+                                  "; report and log are in " + run_dir};
+  }
+  // The helper keeps its own delivery deadline; this one only guards against a
+  // helper that crashed or hung while building the message.
+  auto deadline = std::chrono::steady_clock::now() + config.notify_timeout + std::chrono::seconds(5);
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      break;
+    }
+    struct pollfd p {rd.get(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX))) <= 0) {
+      continue;
+    }
+    ssize_t n = util::read_retry(rd.get(), buf, sizeof buf);
+    if (n <= 0) {
+      break;
+    }
+    got.append(buf, static_cast<size_t>(n));
+  }
+  // Its output ended (EOF): the helper is exiting, give it until the deadline to be reaped.
+  int status = 0;
+  pid_t r = 0;
+  for (;;) {
+    r = ::waitpid(pid, &status, WNOHANG);
+    if (r != 0 && !(r < 0 && errno == EINTR)) {
+      break;
+    }
+    if (r == 0 && std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    ::usleep(1000);
+  }
+  if (r == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return {false, false, "", "the notifier did not finish in time and was stopped; `gpualert notify " +
+                                  run_dir + "` sends it again"};
+  }
+  auto nl1 = got.find('\n');
+  if (!WIFEXITED(status) || got.size() < 2 || nl1 == std::string::npos) {
+    std::string how = WIFSIGNALED(status) ? "was killed by " + supervise::signal_name(WTERMSIG(status))
+                                          : "failed";
+    return {false, false, "", "the notifier " + how + "; `gpualert notify " + run_dir + "` sends it again"};
+  }
+  auto nl2 = got.find('\n', nl1 + 1);
+  NotifyOutcome o;
+  o.delivered = got[0] == '1';
+  o.queued = got[1] == '1';
+  o.where = got.substr(nl1 + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl1 - 1);
+  o.detail = nl2 == std::string::npos ? "" : got.substr(nl2 + 1);
+  return o;
+}
+
+void flush_outbox_in_background(const notify::Config& config, const std::string& config_file) {
+  // Most runs find nothing to do: say so without starting anything.
+  if (!notify::has_channel(config) || !notify::outbox_has_pending(config)) {
+    return;
+  }
+  std::vector<std::string> args = {"outbox", "flush"};
+  auto more = config_args(config_file, config);
+  args.insert(args.end(), more.begin(), more.end());
+  (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way
+}
+
+int exec_notify_helper(int argc, char** argv) {
+  std::string helper = notify_helper_path();
+  if (helper.empty()) {
+    std::fprintf(stderr, "gpualert: error: %s not found beside the gpualert binary\n", k_helper_name);
+    return 2;
+  }
+  std::vector<char*> args;
+  args.push_back(const_cast<char*>(k_helper_name));
+  for (int i = 0; i < argc; ++i) {
+    args.push_back(argv[i]);
+  }
+  args.push_back(nullptr);
+  ::execv(helper.c_str(), args.data());
+  std::fprintf(stderr, "gpualert: error: exec %s: %s\n", helper.c_str(), std::strerror(errno));
+  return 2;
+}
+
+}  // namespace cli

@@ -1,0 +1,40 @@
+// cli/notifier.hpp: how `run` hands notification to the gpualert-notify helper.
+//
+// The helper is a second executable beside gpualert (same directory) that links
+// libcurl; `run` never loads libcurl itself, which keeps its start-up cost per job
+// small, and the helper's process boundary is also the isolation the exit-status
+// promise needs: whatever the notifier does (crash, hang), `run` waits at most the
+// notification deadline plus a margin and goes on. The commands that need libcurl
+// (outbox, test-notify, notify) are run by exec'ing the helper with the same arguments.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "notify/config.hpp"
+
+namespace cli {
+
+struct NotifyOutcome {
+  bool delivered = false;
+  bool queued = false;
+  std::string where;   // the channel, or the outbox file
+  std::string detail;  // why not delivered, or how to configure delivery
+};
+
+// Path of gpualert-notify: beside our own executable, or "" if it is missing.
+std::string notify_helper_path();
+
+// Builds and sends (or queues) the notice of a finished run directory through the helper.
+NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
+                                uint64_t budget_bytes, const std::string& config_file,
+                                const notify::Config& config);
+
+// Starts `gpualert-notify outbox flush` detached (own session, stdio on /dev/null) when
+// a channel is configured and the outbox has entries; returns at once, never waits.
+void flush_outbox_in_background(const notify::Config& config, const std::string& config_file);
+
+// Replaces this process with the helper running the same subcommand (argv[0] is its name).
+int exec_notify_helper(int argc, char** argv);
+
+}  // namespace cli

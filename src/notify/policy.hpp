@@ -1,0 +1,24 @@
+// notify/policy.hpp: the notification decisions `run` makes itself, without libcurl.
+//
+// `run` keeps its own start-up cheap by not loading libcurl and its dozens of
+// dependencies: building and sending messages happen in the gpualert-notify
+// helper binary (see cli/notifier.hpp). What run decides itself is here.
+#pragma once
+
+#include <string>
+
+#include "notify/config.hpp"
+#include "report/run_report.hpp"
+
+namespace notify {
+
+// A run that ended well: the verdict says success (or, without a verdict, exit 0).
+bool is_success(const report::RunReport& r);
+
+// Whether Config::notify_when (always | failure | never) asks for a message about this run.
+bool should_notify(const Config& config, const report::RunReport& run);
+
+// Whether the outbox holds messages waiting for delivery (one readdir, no parsing).
+bool outbox_has_pending(const Config& config);
+
+}  // namespace notify
