@@ -1,5 +1,7 @@
 #include "capture/log_follower.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <fcntl.h>
 #include <vector>
 
@@ -7,8 +9,10 @@
 
 namespace capture {
 
-LogFollower::LogFollower(const LogSink& sink, Consumer consumer)
-    : m_sink(sink), m_consumer(std::move(consumer)) {
+LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper,
+                         uint64_t max_catch_up)
+    : m_sink(sink), m_consumer(std::move(consumer)), m_skipper(std::move(skipper)),
+      m_max_catch_up(max_catch_up) {
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -32,6 +36,9 @@ void LogFollower::loop() {
     // Read m_done before written(): once done is seen, written() is final.
     bool done = m_done.load();
     uint64_t end = m_sink.written();
+    if (done && m_skipper && end - offset > m_max_catch_up) {
+      offset = skip_backlog(fd.get(), offset, end);
+    }
     while (offset < end) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - offset));
       ssize_t n = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(offset));
@@ -47,6 +54,34 @@ void LogFollower::loop() {
     }
     m_sink.wait_for_more(offset, std::chrono::milliseconds(200));
   }
+}
+
+uint64_t LogFollower::skip_backlog(int fd, uint64_t offset, uint64_t end) {
+  std::vector<char> buf(1 << 20);
+  uint64_t cut = end - m_max_catch_up;
+  uint64_t newlines = 0;
+  uint64_t pos = offset;
+  while (pos < end) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
+    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(pos));
+    if (n <= 0) {
+      return offset;  // can't read: scan on from where we were
+    }
+    const char* p = buf.data();
+    const char* stop = p + n;
+    while (const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p))) {
+      p = static_cast<const char*>(nl) + 1;
+      ++newlines;
+      if (pos + static_cast<uint64_t>(p - buf.data()) > cut) {
+        uint64_t new_offset = pos + static_cast<uint64_t>(p - buf.data());
+        m_skipper(new_offset - offset, newlines);
+        m_skipped.store(new_offset - offset);
+        return new_offset;
+      }
+    }
+    pos += static_cast<uint64_t>(n);
+  }
+  return offset;  // no line break after the cut: read it all
 }
 
 }  // namespace capture

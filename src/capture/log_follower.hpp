@@ -20,16 +20,26 @@ namespace capture {
 class LogFollower {
 public:
   using Consumer = std::function<void(std::string_view)>;
-  LogFollower(const LogSink& sink, Consumer consumer);
+  // Called instead of Consumer for a skipped region, which always ends after a '\n'.
+  using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
+  LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
+              uint64_t max_catch_up = 64ull << 20);
   ~LogFollower();
   // Call after the sink received its last byte: consumes the rest and joins.
   void finish();
   uint64_t consumed() const { return m_consumed.load(); }
+  uint64_t skipped() const { return m_skipped.load(); }
 
 private:
   void loop();
+  // At the end, with a backlog over the bound: skip from offset to just after the
+  // first '\n' past end - max_catch_up. Returns the new offset.
+  uint64_t skip_backlog(int fd, uint64_t offset, uint64_t end);
   const LogSink& m_sink;
   Consumer m_consumer;
+  Skipper m_skipper;
+  uint64_t m_max_catch_up;
+  std::atomic<uint64_t> m_skipped{0};
   std::atomic<bool> m_done{false};
   std::atomic<uint64_t> m_consumed{0};
   std::thread m_thread;

@@ -1,0 +1,69 @@
+#include "util/text.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace std::chrono_literals;
+
+TEST(ParseDuration, AcceptsTheUsualForms) {
+  EXPECT_EQ(*util::parse_duration("90s"), 90s);
+  EXPECT_EQ(*util::parse_duration("90"), 90s);
+  EXPECT_EQ(*util::parse_duration("2h"), 2h);
+  EXPECT_EQ(*util::parse_duration("1h30m"), 90min);
+  EXPECT_EQ(*util::parse_duration("1.5h"), 90min);
+  EXPECT_EQ(*util::parse_duration("500ms"), 500ms);
+  EXPECT_EQ(*util::parse_duration("1d"), 24h);
+}
+
+TEST(ParseDuration, RejectsWithTheOffendingText) {
+  for (const char* bad : {"", "soon", "-3s", "3x", "s", "1h-", "0s", "1e400h"}) {
+    auto r = util::parse_duration(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().find("invalid duration"), std::string::npos);
+  }
+  EXPECT_TRUE(util::parse_duration("0s", true).ok());
+}
+
+TEST(ParseSize, BinaryAndDecimalUnits) {
+  EXPECT_EQ(*util::parse_size("10MiB"), 10u << 20);
+  EXPECT_EQ(*util::parse_size("512k"), 512u << 10);
+  EXPECT_EQ(*util::parse_size("1G"), 1ull << 30);
+  EXPECT_EQ(*util::parse_size("1MB"), 1000000u);
+  EXPECT_EQ(*util::parse_size("1000"), 1000u);
+  EXPECT_FALSE(util::parse_size("lots").ok());
+  EXPECT_FALSE(util::parse_size("10 parsecs").ok());
+}
+
+TEST(ShellQuote, PlainWordsStayPlain) {
+  EXPECT_EQ(util::shell_quote("train.py"), "train.py");
+  EXPECT_EQ(util::shell_quote("--lr=3e-4"), "--lr=3e-4");
+  EXPECT_EQ(util::shell_quote(""), "''");
+}
+
+TEST(ShellQuote, QuotesAndControlCharactersStayOneLine) {
+  EXPECT_EQ(util::shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(util::shell_quote("a b"), "'a b'");
+  std::string q = util::shell_quote("evil\r\nBcc: x");
+  EXPECT_EQ(q.find('\n'), std::string::npos);
+  EXPECT_EQ(q.find('\r'), std::string::npos);
+  EXPECT_EQ(q, "$'evil\\r\\nBcc: x'");
+}
+
+TEST(PrintableLine, ReplacesControlsAndInvalidUtf8) {
+  EXPECT_EQ(util::printable_line("ok \xc3\xa9"), "ok \xc3\xa9");
+  EXPECT_EQ(util::printable_line("a\nb"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(util::printable_line("\xff"), "\xEF\xBF\xBD");
+  EXPECT_EQ(util::printable_line("\xc3("), "\xEF\xBF\xBD(");
+}
+
+TEST(SafeFileComponent, NeverEmptyNeverHidden) {
+  EXPECT_EQ(util::safe_file_component("llama ft/v2"), "llama_ft_v2");
+  EXPECT_EQ(util::safe_file_component(""), "job");
+  EXPECT_EQ(util::safe_file_component("..x"), "_.x");
+  EXPECT_EQ(util::safe_file_component(std::string(300, 'a')).size(), 64u);
+}
+
+TEST(HumanDuration, Compact) {
+  EXPECT_EQ(util::human_duration(2 * 3600 + 13 * 60 + 5), "2h13m");
+  EXPECT_EQ(util::human_duration(185), "3m05s");
+  EXPECT_EQ(util::human_duration(0.5), "0.5s");
+}
