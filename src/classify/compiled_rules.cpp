@@ -1,8 +1,13 @@
 #include "classify/compiled_rules.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include <hs/hs.h>
+
+#include "util/fd.hpp"
 
 namespace classify {
 
@@ -27,6 +32,98 @@ unsigned db_flags(bool caseless, bool once) {
     flags |= HS_FLAG_CASELESS;
   }
   return flags;
+}
+
+// Compiling a few hundred patterns costs Hyperscan ~0.2 s, which every `run`
+// would pay before the job starts. The compiled database is kept in the user's
+// cache dir, keyed by the Hyperscan version and the exact expressions, flags and
+// ids, so only the first run with a given rule set compiles. A file that can't be
+// read, or was made for another CPU (deserialisation checks the platform), is
+// simply compiled again; caching is best effort and never an error.
+std::string cache_dir() {
+  if (const char* d = std::getenv("GPUALERT_CACHE_DIR"); d != nullptr && *d != '\0') {
+    return d;
+  }
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d != nullptr && *d == '/') {
+    return std::string(d) + "/gpualert";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h == '/') {
+    return std::string(h) + "/.cache/gpualert";
+  }
+  return {};
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cache_path(const std::vector<const char*>& expressions,
+                       const std::vector<unsigned>& flags, const std::vector<unsigned>& ids) {
+  std::string dir = cache_dir();
+  if (dir.empty()) {
+    return {};
+  }
+  uint64_t h = fnv1a(1469598103934665603ull, hs_version());
+  for (size_t i = 0; i < expressions.size(); ++i) {
+    h = fnv1a(h, expressions[i]);
+    std::string meta = "\x1f" + std::to_string(flags[i]) + "\x1f" + std::to_string(ids[i]) + "\x1e";
+    h = fnv1a(h, meta);
+  }
+  char name[40];
+  std::snprintf(name, sizeof name, "/hs-%016llx.db", static_cast<unsigned long long>(h));
+  return dir + name;
+}
+
+hs_database_t* load_cached(const std::string& path) {
+  if (path.empty()) {
+    return nullptr;
+  }
+  auto bytes = util::read_file(path);
+  if (!bytes || bytes->empty()) {
+    return nullptr;
+  }
+  hs_database_t* db = nullptr;
+  if (hs_deserialize_database(bytes->data(), bytes->size(), &db) != HS_SUCCESS) {
+    return nullptr;
+  }
+  return db;
+}
+
+void store_cached(const std::string& path, const hs_database_t* db) {
+  if (path.empty()) {
+    return;
+  }
+  char* bytes = nullptr;
+  size_t length = 0;
+  if (hs_serialize_database(db, &bytes, &length) != HS_SUCCESS) {
+    return;
+  }
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (util::make_dirs(dir, 0700)) {
+    (void)util::write_file_atomic(path, std::string_view(bytes, length), 0600);
+  }
+  std::free(bytes);
+}
+
+// hs_compile_multi, with the cache in front of it.
+hs_error_t compile_multi_cached(const std::vector<const char*>& expressions,
+                                const std::vector<unsigned>& flags,
+                                const std::vector<unsigned>& ids, hs_database_t** db,
+                                hs_compile_error_t** err) {
+  std::string path = cache_path(expressions, flags, ids);
+  if ((*db = load_cached(path)) != nullptr) {
+    return HS_SUCCESS;
+  }
+  hs_error_t rc = hs_compile_multi(expressions.data(), flags.data(), ids.data(),
+                                   static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK,
+                                   nullptr, db, err);
+  if (rc == HS_SUCCESS) {
+    store_cached(path, *db);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -71,6 +168,16 @@ std::string check_extractor(const std::string& pattern) {
   return {};
 }
 
+const RE2* LazyRegex::get() const {
+  std::call_once(m_once, [this] {
+    auto re = std::make_unique<RE2>(m_pattern, re2_options(m_caseless));
+    if (re->ok()) {
+      m_re = std::move(re);
+    }
+  });
+  return m_re.get();
+}
+
 CompiledRules::~CompiledRules() {
   hs_free_database(m_db);
   for (auto& [mask, db] : m_marker_dbs) {
@@ -106,10 +213,10 @@ const hs_database* CompiledRules::marker_database(uint32_t unseen) const {
   }
   hs_database_t* db = nullptr;
   hs_compile_error_t* err = nullptr;
+  // Cached on disk like the main database: each subset compiles once per user, not
+  // once per job as markers are first seen.
   if (!expressions.empty() &&
-      hs_compile_multi(expressions.data(), flags.data(), ids.data(),
-                       static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, &db,
-                       &err) != HS_SUCCESS) {
+      compile_multi_cached(expressions, flags, ids, &db, &err) != HS_SUCCESS) {
     hs_free_compile_error(err);
     db = nullptr;
   }
@@ -150,7 +257,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
         expressions.push_back(p.c_str());
         flags.push_back(db_flags(rule.caseless, false));
         ids.push_back(static_cast<unsigned>(out->m_patterns.size()));
-        ref.verify = std::make_unique<RE2>(p, re2_options(rule.caseless));
+        ref.verify = std::make_unique<LazyRegex>(p, rule.caseless);
       }
       out->m_patterns.push_back(std::move(ref));
     };
@@ -160,22 +267,15 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
     for (uint32_t i = 0; i < rule.exclude.size(); ++i) {
       add(rule.exclude[i], true, i);
     }
-    std::vector<std::unique_ptr<RE2>> extractors;
+    // Loading checked the extractors (the unit tests, the embedded table's).
+    std::vector<std::unique_ptr<LazyRegex>> extractors;
     for (const auto& e : rule.extract) {
-      auto re = std::make_unique<RE2>(e, re2_options(false));
-      if (!re->ok()) {
-        return util::Error{rule.origin + ": rule '" + rule.id + "': extract: " + re->error()};
-      }
-      extractors.push_back(std::move(re));
+      extractors.push_back(std::make_unique<LazyRegex>(e, false));
     }
     out->m_extract.push_back(std::move(extractors));
   }
   for (const auto& e : global_extract) {
-    auto re = std::make_unique<RE2>(e, re2_options(false));
-    if (!re->ok()) {
-      return util::Error{"extract '" + e + "': " + re->error()};
-    }
-    out->m_global.push_back(std::move(re));
+    out->m_global.push_back(std::make_unique<LazyRegex>(e, false));
   }
   for (const Rule& rule : rules) {
     Refs refs;
@@ -196,9 +296,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
   }
   if (!expressions.empty()) {
     hs_compile_error_t* err = nullptr;
-    if (hs_compile_multi(expressions.data(), flags.data(), ids.data(),
-                         static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr,
-                         &out->m_db, &err) != HS_SUCCESS) {
+    if (compile_multi_cached(expressions, flags, ids, &out->m_db, &err) != HS_SUCCESS) {
       std::string message = "hyperscan: ";
       if (err) {
         message += err->message;

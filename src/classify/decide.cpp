@@ -142,7 +142,11 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
   v.action = !rule.action.empty() ? rule.action : info ? std::string(info->action) : "";
   v.evidence = rule.patterns.empty() ? fact_evidence(rule, exit, host) : h.evidence;
   v.fields = h.fields;
-  for (const auto& re : compiled.global_extractors()) {
+  for (const auto& lazy : compiled.global_extractors()) {
+    const RE2* re = lazy->get();
+    if (!re) {
+      continue;
+    }
     for (const auto& e : v.evidence) {
       const int n = re->NumberOfCapturingGroups();
       std::vector<re2::StringPiece> groups(static_cast<size_t>(n) + 1);

@@ -1,6 +1,7 @@
 // The rule table itself: ids, labels, patterns, examples (style guide rule 8).
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "classify/compiled_rules.hpp"
 #include "classify/taxonomy.hpp"
@@ -64,8 +65,39 @@ TEST(RuleTable, PatternsCompileInBothEngines) {
       EXPECT_EQ(check_extractor(e), "") << rule.id;
     }
   }
+  // load_default() skips these checks at run time and CompiledRules compiles RE2
+  // lazily: this test is what keeps the embedded table valid.
+  for (const auto& e : default_rules().global_extract()) {
+    EXPECT_EQ(check_extractor(e), "") << e;
+  }
   auto compiled = compiled_rules(default_rules());
   ASSERT_TRUE(compiled.ok()) << compiled.error();
+}
+
+TEST(RuleTable, ScannersInThreadsShareLazyRegexes) {
+  // RE2 verifiers and extractors are compiled on first use, by whichever of the
+  // Scanners sharing one CompiledRules needs them first.
+  auto rules = RuleSet::load_default();
+  ASSERT_TRUE(rules.ok()) << rules.error();
+  const std::string log =
+      "Epoch 1 | loss 1.2\n"
+      "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB\n";
+  std::vector<Verdict> verdicts(4);
+  std::vector<std::thread> threads;
+  for (auto& v : verdicts) {
+    threads.emplace_back([&rules, &log, &v] {
+      v = testing::classify_text(log, testing::exit_code(1), {}, *rules);
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.label, "cuda_oom");
+    EXPECT_EQ(v.fields.count("requested"), 1u);  // a per-rule extractor
+    ASSERT_FALSE(v.evidence.empty());
+    EXPECT_EQ(v.evidence[0].line, 2u);
+  }
 }
 
 TEST(RuleTable, EveryPatternRuleHasExamplesThatMatch) {

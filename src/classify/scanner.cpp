@@ -167,9 +167,11 @@ struct Scanner::Impl {
     touched.clear();
     for (unsigned id : line_ids) {
       const PatternRef& ref = rules->pattern(id);
-      if (ref.verify && !RE2::PartialMatch(re2::StringPiece(text.data(), text.size()),
-                                           *ref.verify)) {
-        continue;  // matched across a line break only
+      if (ref.verify) {
+        const RE2* verify = ref.verify->get();
+        if (!verify || !RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *verify)) {
+          continue;  // matched across a line break only
+        }
       }
       if (!matched[ref.rule] && !excluded[ref.rule]) {
         touched.push_back(ref.rule);
@@ -223,8 +225,10 @@ struct Scanner::Impl {
     if (line.rank >= 0 && !h.fields.count("rank")) {
       h.fields["rank"] = std::to_string(line.rank);
     }
-    for (const auto& re : rules->extractors(r)) {
-      extract(*re, text, h.fields);
+    for (const auto& lazy : rules->extractors(r)) {
+      if (const RE2* re = lazy->get()) {
+        extract(*re, text, h.fields);
+      }
     }
   }
 
