@@ -64,6 +64,16 @@ public:
   explicit Scanner(const RuleSet& rules);
   ~Scanner();
   void feed(std::string_view bytes);
+  // The caller did not feed the next `bytes` bytes of the log (a backlog too large to
+  // read before the job's end), which hold exactly `newlines` '\n' bytes and end
+  // right after one, so the next feed() starts a line. The line in progress ends
+  // here, as if the skipped bytes had ended it; later evidence keeps the line number
+  // it has in the whole log. Line numbers count '\n' only: '\r' (a progress bar's
+  // redraw) ends a segment for matching but not a line, in feed() as in `newlines`.
+  // Evidence in the skipped bytes is lost; the verdict stands on what was read.
+  void skip(uint64_t bytes, uint64_t newlines);
+  // Bytes given to skip() so far.
+  uint64_t skipped_bytes() const;
   void finish();
   Verdict verdict(const ExitInfo& exit, const HostEvidence& host) const;
   uint64_t lines_seen() const;

@@ -63,6 +63,21 @@ public:
     }
   }
 
+  // The caller left out bytes of the stream holding `newlines` '\n' bytes and ending
+  // right after one. The segment in progress is reported now, as the bytes left out
+  // would have ended it, and the line count advances past the skipped lines, so
+  // later segments get the numbers they would have had ('\r' in the skipped bytes
+  // does not count, as it doesn't in feed()). With `newlines` 0 the gap is inside
+  // the current line, which stays open.
+  template <typename F>
+  void skip(uint64_t newlines, F&& on_segment) {
+    emit(std::string_view(), on_segment);
+    if (newlines > 0) {
+      m_line += newlines;
+      m_line_open = false;
+    }
+  }
+
   // Lines seen so far; a last line without '\n' counts once finish() ran.
   uint64_t lines() const { return m_line; }
 

@@ -71,6 +71,7 @@ struct Scanner::Impl {
   std::vector<int> rule_label;        // index into labels(), -1 for markers
   std::vector<std::string> wrapper_lines;
   bool finished = false;
+  uint64_t skipped = 0;
 
   // Scratch, reused.
   std::vector<Match> matches;
@@ -307,6 +308,17 @@ void Scanner::feed(std::string_view bytes) {
   Impl& s = *m_impl;
   s.splitter.feed(bytes, [&s](std::string_view seg, uint64_t line) { s.on_segment(seg, line); });
 }
+
+void Scanner::skip(uint64_t bytes, uint64_t newlines) {
+  Impl& s = *m_impl;
+  if (bytes == 0) {
+    return;
+  }
+  s.skipped += bytes;
+  s.splitter.skip(newlines, [&s](std::string_view seg, uint64_t line) { s.on_segment(seg, line); });
+}
+
+uint64_t Scanner::skipped_bytes() const { return m_impl->skipped; }
 
 void Scanner::finish() {
   Impl& s = *m_impl;

@@ -1,4 +1,5 @@
 // Whole-log behaviour: ordering, look-alikes, exit-status rules, streaming.
+#include <algorithm>
 #include <csignal>
 
 #include "classify/test_support.hpp"
@@ -432,5 +433,129 @@ TEST(Success, CrashReportedByAJobScriptThatWentOn) {
   EXPECT_EQ(v.label, "native_crash");
 }
 
+// skip(): the wrapper leaves out the middle of a backlog at the job's end.
+size_t count_newlines(std::string_view text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// A log in three parts: progress bars redrawn with '\r' (a '\r' ends a segment but
+// not a line, so line numbers count '\n' only), a script error in the middle, and
+// an illegal memory access at the end.
+struct ThreePartLog {
+  std::string head, middle, tail;
+};
+
+ThreePartLog three_part_log() {
+  ThreePartLog log;
+  log.head = "#gpualert# command: python train.py\n";
+  for (int i = 0; i < 50; ++i) {
+    log.head += "step " + std::to_string(i) + "\r 10%\r 50%\r100%\n";
+  }
+  log.middle = "step 50 | loss 0.1\r\n";
+  for (int i = 0; i < 200; ++i) {
+    log.middle += "step " + std::to_string(i) + "\r progress\n";
+  }
+  log.middle += "KeyError: 'in the skipped part'\n";
+  log.middle += "more\r\nmore\n";
+  log.tail = "epoch 2\n\rRuntimeError: CUDA error: an illegal memory access was encountered\n";
+  return log;
+}
+
+TEST(Skip, LineNumbersMatchAFullScan) {
+  const ThreePartLog log = three_part_log();
+  const std::string whole = log.head + log.middle + log.tail;
+  Scanner full(testing::default_rules());
+  full.feed(whole);
+  full.finish();
+  auto expected = full.verdict(exit_code(1), {});
+  ASSERT_EQ(expected.label, "cuda_illegal_access");
+  ASSERT_FALSE(expected.evidence.empty());
+  // The fault is on the last line: one past the '\n' bytes before it.
+  EXPECT_EQ(expected.evidence[0].line, count_newlines(whole));
+  for (size_t chunk : {1u, 7u, 4096u}) {
+    Scanner scanner(testing::default_rules());
+    for (size_t i = 0; i < log.head.size(); i += chunk) {
+      scanner.feed(std::string_view(log.head).substr(i, chunk));
+    }
+    scanner.skip(log.middle.size(), count_newlines(log.middle));
+    for (size_t i = 0; i < log.tail.size(); i += chunk) {
+      scanner.feed(std::string_view(log.tail).substr(i, chunk));
+    }
+    scanner.finish();
+    auto v = scanner.verdict(exit_code(1), {});
+    EXPECT_EQ(v.label, expected.label) << chunk;
+    ASSERT_EQ(v.evidence.size(), expected.evidence.size()) << chunk;
+    EXPECT_EQ(v.evidence[0].line, expected.evidence[0].line) << chunk;
+    EXPECT_EQ(v.evidence[0].text, expected.evidence[0].text) << chunk;
+    EXPECT_EQ(scanner.lines_seen(), full.lines_seen()) << chunk;
+    EXPECT_EQ(scanner.skipped_bytes(), log.middle.size()) << chunk;
+  }
+  EXPECT_EQ(full.skipped_bytes(), 0u);
+}
+
+TEST(Skip, EvidenceInTheSkippedBytesIsAbsent) {
+  const ThreePartLog log = three_part_log();
+  auto ids_of = [](Scanner& scanner) {
+    scanner.finish();
+    return scanner.evidence_rules();
+  };
+  Scanner full(testing::default_rules());
+  full.feed(log.head + log.middle + log.tail);
+  Scanner skipping(testing::default_rules());
+  skipping.feed(log.head);
+  skipping.skip(log.middle.size(), count_newlines(log.middle));
+  skipping.feed(log.tail);
+  auto all = ids_of(full);
+  auto read = ids_of(skipping);
+  // The KeyError feeds some rule in the full scan and none once skipped; the rules
+  // fed by the parts that were read are the same.
+  Scanner middle_only(testing::default_rules());
+  middle_only.feed("KeyError: 'in the skipped part'\n");
+  auto from_middle = ids_of(middle_only);
+  ASSERT_FALSE(from_middle.empty());
+  for (const auto& id : from_middle) {
+    EXPECT_NE(std::find(all.begin(), all.end(), id), all.end()) << id;
+    EXPECT_EQ(std::find(read.begin(), read.end(), id), read.end()) << id;
+  }
+  EXPECT_EQ(skipping.verdict(exit_code(1), {}).label, "cuda_illegal_access");
+}
+
+TEST(Skip, EndsThePartialLineAtAChunkBoundary) {
+  // The chunk that was read ends inside a line whose rest was skipped: what was read
+  // of it is a segment of its own, and is not joined to the next data fed.
+  Scanner scanner(testing::default_rules());
+  scanner.feed("epoch 1\nRuntimeError: CUDA error: an illegal memory access was encountered");
+  scanner.feed("\nworker: CUDA out of");
+  scanner.skip(std::string_view(" memory (rest of the line)\nskipped\n").size(), 2);
+  scanner.feed(" memory\nlast\n");
+  scanner.finish();
+  Scanner joined(testing::default_rules());
+  joined.feed("worker: CUDA out of memory\n");
+  joined.finish();
+  ASSERT_FALSE(joined.evidence_rules().empty());
+  const auto ids = scanner.evidence_rules();
+  for (const auto& id : joined.evidence_rules()) {
+    EXPECT_EQ(std::find(ids.begin(), ids.end(), id), ids.end()) << id;
+  }
+  auto v = scanner.verdict(exit_code(1), {});
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].line, 2u);
+  EXPECT_EQ(scanner.lines_seen(), 6u);
+
+  // Evidence in the partial line itself is kept, with its own line number.
+  Scanner partial(testing::default_rules());
+  partial.feed("epoch 1\nepoch 2\nRuntimeError: CUDA error: an illegal memory access was encou");
+  partial.feed("ntered, see above");
+  partial.skip(std::string_view(" (rest)\n\rx\r\n").size(), 2);
+  partial.feed("KeyError: 'late'\n");
+  partial.finish();
+  auto w = partial.verdict(exit_code(1), {});
+  EXPECT_EQ(w.label, "cuda_illegal_access");
+  ASSERT_FALSE(w.evidence.empty());
+  EXPECT_EQ(w.evidence[0].line, 3u);
+  EXPECT_EQ(partial.lines_seen(), 5u);  // the skipped "\rx\r" is one line
+  EXPECT_EQ(partial.skipped_bytes(), 12u);
+}
 }  // namespace
 }  // namespace classify
