@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -26,6 +28,10 @@ void LogFollower::finish() {
 }
 
 void LogFollower::loop() {
+  // Reading back is never worth slowing the job or the copy for: on a busy machine
+  // the follower only gets the CPU that nobody else wants (it catches up at the end).
+  struct sched_param idle {};
+  ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
   util::UniqueFd fd(::open(m_sink.path().c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     return;
@@ -33,8 +39,9 @@ void LogFollower::loop() {
   std::vector<char> buf(1 << 20);
   uint64_t offset = 0;
   for (;;) {
-    // Read m_done before written(): once done is seen, written() is final.
-    bool done = m_done.load();
+    // Read done before written(): once the sink is closed (or finish() was
+    // called after it), written() is final, and there is nothing to wait for.
+    bool done = m_done.load() || m_sink.closed();
     uint64_t end = m_sink.written();
     if (done && m_skipper && end - offset > m_max_catch_up) {
       offset = skip_backlog(fd.get(), offset, end);

@@ -23,7 +23,7 @@ public:
   // Called instead of Consumer for a skipped region, which always ends after a '\n'.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
-              uint64_t max_catch_up = 64ull << 20);
+              uint64_t max_catch_up = 16ull << 20);
   ~LogFollower();
   // Call after the sink received its last byte: consumes the rest and joins.
   void finish();

@@ -71,6 +71,11 @@ void LogSink::close() {
   ::fdatasync(m_fd.get());
 }
 
+bool LogSink::closed() const {
+  std::lock_guard lock(m_mutex);
+  return m_stop;
+}
+
 void LogSink::wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const {
   std::unique_lock lock(m_mutex);
   m_cv.wait_for(lock, max_wait, [&] { return m_stop || written() > seen; });

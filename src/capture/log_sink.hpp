@@ -42,6 +42,8 @@ public:
   const std::optional<std::string>& first_error() const { return m_first_error; }
   const std::string& path() const { return m_path; }
 
+  // True once close() began: no byte will be appended any more.
+  bool closed() const;
   // Wakes followers (see LogFollower) when new bytes are written.
   void wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const;
 

@@ -183,7 +183,9 @@ RunEnding run_job(const RunOptions& o) {
   capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
                         std::chrono::seconds(1));
   classify::Scanner scanner(*rules);
-  capture::LogFollower follower(sink, [&scanner](std::string_view chunk) { scanner.feed(chunk); });
+  capture::LogFollower follower(
+      sink, [&scanner](std::string_view chunk) { scanner.feed(chunk); },
+      [&scanner](uint64_t bytes, uint64_t newlines) { scanner.skip(bytes, newlines); });
   capture::Tee tee(sink);
 
   int out_pipe[2], err_pipe[2];
@@ -248,6 +250,12 @@ RunEnding run_job(const RunOptions& o) {
   if (sink.first_error()) {
     rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +
                            std::to_string(sink.lost_bytes()) + " bytes not written)");
+  }
+  if (follower.skipped() > 0) {
+    rep.warnings.push_back("diagnosis did not read " + util::human_size(follower.skipped()) +
+                           " in the middle of the log: the job printed faster than it could be "
+                           "read, and the wrapper's exit is not held for it (`gpualert classify` "
+                           "reads all of it)");
   }
   for (const auto& n : tee.notes()) {
     rep.warnings.push_back(n);
