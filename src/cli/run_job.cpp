@@ -17,6 +17,7 @@
 #include "cli/job_env.hpp"
 #include "host/evidence.hpp"
 #include "cli/notifier.hpp"
+#include "cli/online_diagnosis.hpp"
 #include "notify/policy.hpp"
 #include "report/run_dir.hpp"
 #include "report/run_report.hpp"
@@ -118,23 +119,17 @@ RunEnding run_job(const RunOptions& o) {
     config.budget_bytes = *o.budget;
   }
 
-  // Rules are loaded before anything runs: a broken rules file is a usage error.
-  auto rules = classify::RuleSet::load_default();
-  if (!rules) {
-    std::fprintf(stderr, "gpualert: internal error: default rules: %s\n", rules.error().c_str());
-    return RunEnding{2, std::nullopt};
-  }
+  // A user's rules file is checked before anything runs (a broken one is a usage
+  // error); the embedded default is loaded beside the job, on the follower's thread.
+  std::optional<classify::RuleSet> preloaded;
   std::string rules_file = o.rules_file.empty() ? config.rules_file : o.rules_file;
   if (!rules_file.empty()) {
-    auto extra = classify::RuleSet::load_file(rules_file);
-    if (!extra) {
-      std::fprintf(stderr, "gpualert: error: %s\n", extra.error().c_str());
+    auto rules = load_rules_with(rules_file);
+    if (!rules) {
+      std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
       return RunEnding{2, std::nullopt};
     }
-    if (auto st = rules->merge(*extra); !st) {
-      std::fprintf(stderr, "gpualert: error: %s: %s\n", rules_file.c_str(), st.error().c_str());
-      return RunEnding{2, std::nullopt};
-    }
+    preloaded = std::move(*rules);
   }
 
   report::RunReport rep;
@@ -182,10 +177,11 @@ RunEnding run_job(const RunOptions& o) {
   auto watch = host::EvidenceWatch::start();
   capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
                         std::chrono::seconds(1));
-  classify::Scanner scanner(*rules);
+  OnlineDiagnosis diagnosis(std::move(preloaded));
   capture::LogFollower follower(
-      sink, [&scanner](std::string_view chunk) { scanner.feed(chunk); },
-      [&scanner](uint64_t bytes, uint64_t newlines) { scanner.skip(bytes, newlines); });
+      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
+      [&diagnosis] { diagnosis.prepare(); });
   capture::Tee tee(sink);
 
   int out_pipe[2], err_pipe[2];
@@ -237,7 +233,6 @@ RunEnding run_job(const RunOptions& o) {
   sink.close();
   watch.finish();
   follower.finish();
-  scanner.finish();
 
   rep.exit_code = result.status.code;
   if (result.status.signal) {
@@ -270,7 +265,10 @@ RunEnding run_job(const RunOptions& o) {
       host_ev.scheduler[k] = v;
     }
   }
-  rep.verdict = scanner.verdict(exit_info, host_ev);
+  rep.verdict = diagnosis.verdict(exit_info, host_ev);
+  if (!diagnosis.error().empty()) {
+    rep.warnings.push_back(diagnosis.error());
+  }
 
   if (!host_ev.kernel_lines.empty()) {
     std::string text;

@@ -1,0 +1,65 @@
+#include "cli/online_diagnosis.hpp"
+
+namespace cli {
+
+util::Result<classify::RuleSet> load_rules_with(const std::string& rules_file) {
+  auto rules = classify::RuleSet::load_default();
+  if (!rules) {
+    return util::Error{"default rules: " + rules.error()};
+  }
+  if (!rules_file.empty()) {
+    auto extra = classify::RuleSet::load_file(rules_file);
+    if (!extra) {
+      return util::Error{extra.error()};
+    }
+    if (auto st = rules->merge(*extra); !st) {
+      return util::Error{rules_file + ": " + st.error()};
+    }
+  }
+  return rules;
+}
+
+OnlineDiagnosis::OnlineDiagnosis(std::optional<classify::RuleSet> preloaded)
+    : m_rules(std::move(preloaded)) {}
+
+OnlineDiagnosis::~OnlineDiagnosis() = default;
+
+void OnlineDiagnosis::prepare() {
+  if (!m_rules) {
+    auto r = classify::RuleSet::load_default();
+    if (!r) {
+      m_error = "the default rules could not be loaded: " + r.error();
+      return;
+    }
+    m_rules = std::move(*r);
+  }
+  m_scanner = std::make_unique<classify::Scanner>(*m_rules);
+}
+
+void OnlineDiagnosis::feed(std::string_view bytes) {
+  if (m_scanner) {
+    m_scanner->feed(bytes);
+  }
+}
+
+void OnlineDiagnosis::skip(uint64_t bytes, uint64_t newlines) {
+  if (m_scanner) {
+    m_scanner->skip(bytes, newlines);
+  }
+}
+
+classify::Verdict OnlineDiagnosis::verdict(const classify::ExitInfo& exit,
+                                           const classify::HostEvidence& host) {
+  if (!m_scanner) {
+    classify::Verdict v;
+    v.label = exit.exit_code && *exit.exit_code == 0 ? "success" : "unknown";
+    v.rule = "no-rules";
+    v.group = "-";
+    v.action = exit.exit_code && *exit.exit_code == 0 ? "none" : "read the log";
+    return v;
+  }
+  m_scanner->finish();
+  return m_scanner->verdict(exit, host);
+}
+
+}  // namespace cli

@@ -1,0 +1,39 @@
+// cli/online_diagnosis.hpp: the classifier as `run` drives it, beside the capture.
+//
+// prepare() runs on the log follower's thread, so loading the embedded default
+// rules and building the scanner happen while the job starts, not before it.
+// A user's rules file is different: it is loaded and checked before the job
+// runs (a broken file is a usage error), then handed in already loaded.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "classify/classifier.hpp"
+
+namespace cli {
+
+class OnlineDiagnosis {
+public:
+  explicit OnlineDiagnosis(std::optional<classify::RuleSet> preloaded);
+  ~OnlineDiagnosis();
+  void prepare();
+  void feed(std::string_view bytes);
+  void skip(uint64_t bytes, uint64_t newlines);
+  // After the follower finished: the verdict on everything fed.
+  classify::Verdict verdict(const classify::ExitInfo& exit, const classify::HostEvidence& host);
+  // Why there is no real verdict (the rules could not be loaded), or "".
+  const std::string& error() const { return m_error; }
+
+private:
+  std::optional<classify::RuleSet> m_rules;
+  std::unique_ptr<classify::Scanner> m_scanner;
+  std::string m_error;
+};
+
+// The rules run uses: the embedded default plus the user's file, checked now.
+util::Result<classify::RuleSet> load_rules_with(const std::string& rules_file);
+
+}  // namespace cli
