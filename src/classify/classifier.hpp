@@ -32,8 +32,8 @@ public:
   ~RuleSet();
   RuleSet(RuleSet&&) noexcept;
   RuleSet& operator=(RuleSet&&) noexcept;
-
-  static util::Result<RuleSet> load_default();
+  // with_documentation = false leaves out examples and notes (faster; what `run` uses).
+  static util::Result<RuleSet> load_default(bool with_documentation = true);
   // Errors carry "FILE:LINE: message".
   static util::Result<RuleSet> load_file(const std::string& path);
   static util::Result<RuleSet> load_string(std::string_view toml, const std::string& name);

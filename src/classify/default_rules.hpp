@@ -4,10 +4,16 @@
 // (see CMakeLists.txt), so `gpualert` needs no data files at run time.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace classify {
 
 std::string_view default_rules_toml();
+
+// The same table without examples, notes and comments (lean_rules.cpp): what `run` parses.
+std::string_view lean_default_rules_toml();
+// Blanks out `examples`, `not_examples`, `note` and comment lines, keeping line numbers.
+std::string strip_documentation(std::string_view toml);
 
 }  // namespace classify

@@ -328,11 +328,12 @@ util::Result<RuleSet> RuleSet::load_string(std::string_view text, const std::str
   return loader.load(text, std::move(set), impl);
 }
 
-util::Result<RuleSet> RuleSet::load_default() {
+util::Result<RuleSet> RuleSet::load_default(bool with_documentation) {
   RuleSet set;
   Impl& impl = *set.m_impl;
   Loader loader("default_rules.toml", false);
-  return loader.load(default_rules_toml(), std::move(set), impl);
+  return loader.load(with_documentation ? default_rules_toml() : lean_default_rules_toml(),
+                     std::move(set), impl);
 }
 
 util::Result<RuleSet> RuleSet::load_file(const std::string& path) {

@@ -222,3 +222,24 @@ TEST(RuleLoading, UnknownReferenceIsFoundAfterMerge) {
 
 }  // namespace
 }  // namespace classify
+
+TEST(RuleTable, LeanDefaultHoldsTheSameRules) {
+  auto full = classify::RuleSet::load_default(true);
+  auto lean = classify::RuleSet::load_default(false);
+  ASSERT_TRUE(full.ok()) << full.error();
+  ASSERT_TRUE(lean.ok()) << lean.error();
+  ASSERT_EQ(full->rules().size(), lean->rules().size());
+  for (size_t i = 0; i < full->rules().size(); ++i) {
+    const auto& a = full->rules()[i];
+    const auto& b = lean->rules()[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.label, b.label);
+    EXPECT_EQ(a.patterns, b.patterns) << a.id;
+    EXPECT_EQ(a.exclude, b.exclude) << a.id;
+    EXPECT_EQ(a.extract, b.extract) << a.id;
+    EXPECT_EQ(a.action, b.action) << a.id;
+    EXPECT_EQ(a.needs, b.needs) << a.id;
+    EXPECT_EQ(a.unless, b.unless) << a.id;
+    EXPECT_TRUE(b.examples.empty());
+  }
+}

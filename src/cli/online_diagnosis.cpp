@@ -26,7 +26,7 @@ OnlineDiagnosis::~OnlineDiagnosis() = default;
 
 void OnlineDiagnosis::prepare() {
   if (!m_rules) {
-    auto r = classify::RuleSet::load_default();
+    auto r = classify::RuleSet::load_default(/*with_documentation=*/false);
     if (!r) {
       m_error = "the default rules could not be loaded: " + r.error();
       return;

@@ -177,11 +177,6 @@ RunEnding run_job(const RunOptions& o) {
   auto watch = host::EvidenceWatch::start();
   capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
                         std::chrono::seconds(1));
-  OnlineDiagnosis diagnosis(std::move(preloaded));
-  capture::LogFollower follower(
-      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
-      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
-      [&diagnosis] { diagnosis.prepare(); });
   capture::Tee tee(sink);
 
   int out_pipe[2], err_pipe[2];
@@ -209,6 +204,13 @@ RunEnding run_job(const RunOptions& o) {
   sreq.own_process_group = !interactive;
   sreq.default_signals = &intake->child_defaults();
   auto spawned = supervise::spawn(sreq);
+  // The follower (and the rules it loads) starts only now: a thread busy allocating
+  // while posix_spawn's vfork child execs makes the exec several times slower.
+  OnlineDiagnosis diagnosis(std::move(preloaded));
+  capture::LogFollower follower(
+      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
+      [&diagnosis] { diagnosis.prepare(); });
   out_w.reset();
   err_w.reset();
 
@@ -281,7 +283,10 @@ RunEnding run_job(const RunOptions& o) {
   }
   std::string report_path = rep.run_dir + "/report.json";
   std::string report_text = report::to_json(rep).dump(2) + "\n";
-  if (auto st = util::write_file_atomic(report_path, report_text); !st) {
+  // report.json is derived from output.log (which is synced): `gpualert classify`
+  // gives it again, so it is replaced atomically but not fsynced, off the job's path.
+  if (auto st = util::write_file_atomic(report_path, report_text, 0644,
+                                        util::Durability::replace_only); !st) {
     // A full or broken log device must not lose the verdict too: keep it in the state dir.
     std::string fallback_dir = notify::state_dir(config) + "/reports";
     std::string fallback = fallback_dir + "/" + util::safe_file_component(

@@ -68,7 +68,9 @@ Status fsync_dir(const std::string& dir) {
   return ok_status();
 }
 
-Status write_file_atomic(const std::string& path, std::string_view data, int mode) {
+Status write_file_atomic(const std::string& path, std::string_view data, int mode,
+                         Durability durability) {
+  const bool sync = durability == Durability::synced;
   auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -80,7 +82,7 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
     ::unlink(tmp.c_str());
     return Error{"write " + tmp + ": " + st.error().substr(7)};
   }
-  if (::fsync(fd.get()) != 0) {
+  if (sync && ::fsync(fd.get()) != 0) {
     auto err = errno_error("fsync " + tmp);
     ::unlink(tmp.c_str());
     return err;
@@ -91,7 +93,7 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
     ::unlink(tmp.c_str());
     return err;
   }
-  return fsync_dir(dir);
+  return sync ? fsync_dir(dir) : ok_status();
 }
 
 Status make_dirs(const std::string& path, int mode) {

@@ -54,7 +54,12 @@ ssize_t read_retry(int fd, void* buf, size_t len);
 Result<std::string> read_file(const std::string& path);
 // Writes path atomically: a temporary file in the same directory, fsync,
 // rename, fsync of the directory. Readers see the old or the new content.
-Status write_file_atomic(const std::string& path, std::string_view data, int mode = 0644);
+// Durability::replace_only skips both fsyncs: readers still never see a partial
+// file, but a machine crash may lose the new content (for files that can be
+// derived again, such as report.json from output.log).
+enum class Durability { synced, replace_only };
+Status write_file_atomic(const std::string& path, std::string_view data, int mode = 0644,
+                         Durability durability = Durability::synced);
 // fsyncs a directory so that entries created in it survive a crash.
 Status fsync_dir(const std::string& dir);
 // mkdir -p with the given mode for created directories.

@@ -1,0 +1,71 @@
+// classify/lean_rules.cpp: the embedded rules without what only people and tests read.
+//
+// `run` parses the default rules for every job; half of default_rules.toml is
+// examples, counter-examples, notes and comments, which the classifier never
+// uses. Dropping those lines before the TOML parse halves its cost. The filter
+// knows only the layout of our own file (one key per line, multi-line arrays
+// closed by a line holding just "]"); a unit test checks that the lean table
+// holds the same rules as the full one.
+#include "classify/default_rules.hpp"
+
+#include <string>
+
+namespace classify {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool starts_with_key(std::string_view line, std::string_view key) {
+  if (line.substr(0, key.size()) != key) {
+    return false;
+  }
+  std::string_view rest = trim(line.substr(key.size()));
+  return !rest.empty() && rest.front() == '=';
+}
+
+}  // namespace
+
+std::string strip_documentation(std::string_view toml) {
+  std::string out;
+  out.reserve(toml.size() / 2);
+  bool in_skipped_array = false;
+  while (!toml.empty()) {
+    auto nl = toml.find('\n');
+    std::string_view line = toml.substr(0, nl);
+    toml.remove_prefix(nl == std::string_view::npos ? toml.size() : nl + 1);
+    std::string_view t = trim(line);
+    if (in_skipped_array) {
+      in_skipped_array = t != "]";
+      out += '\n';  // keep line numbers
+      continue;
+    }
+    if (starts_with_key(t, "examples") || starts_with_key(t, "not_examples")) {
+      in_skipped_array = t.back() != ']';
+      out += '\n';
+      continue;
+    }
+    if (starts_with_key(t, "note") || (!t.empty() && t.front() == '#')) {
+      out += '\n';
+      continue;
+    }
+    out.append(line);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string_view lean_default_rules_toml() {
+  static const std::string lean = strip_documentation(default_rules_toml());
+  return lean;
+}
+
+}  // namespace classify
