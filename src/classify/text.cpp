@@ -1,5 +1,7 @@
 #include "classify/text.hpp"
 
+#include "util/text.hpp"
+
 #include <cstring>
 
 namespace classify {
@@ -185,38 +187,11 @@ std::string printable(std::string_view in, size_t max_bytes) {
         out.push_back(static_cast<char>(c));
       }
       ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t min = 0;
-    if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      min = 0x10000;
-    }
-    bool ok = len > 0 && i + len <= in.size();
-    uint32_t cp = len > 0 ? (c & (0x7f >> len)) : 0;
-    for (size_t k = 1; ok && k < len; ++k) {
-      auto cc = static_cast<unsigned char>(in[i + k]);
-      if ((cc & 0xc0) != 0x80) {
-        ok = false;
-      } else {
-        cp = (cp << 6) | (cc & 0x3f);
-      }
-    }
-    if (ok && (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) {
-      ok = false;
-    }
-    if (ok) {
+    } else if (size_t len = util::utf8_sequence_length(in, i); len > 0) {
       out.append(in.substr(i, len));
       i += len;
     } else {
-      out += "\xEF\xBF\xBD";
+      out += util::k_replacement_character;
       ++i;
     }
   }

@@ -1,9 +1,12 @@
 #include "notify/text_filters.hpp"
 
+#include "util/text.hpp"
+
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <regex>
 
 namespace notify {
 
@@ -69,41 +72,14 @@ std::string collapse_redraws(std::string_view line) {
 }
 
 std::string valid_utf8(std::string_view s) {
-  static constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
   std::string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t min = 0;
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      min = 0x10000;
-    }
-    bool good = len != 0 && i + len <= s.size();
-    uint32_t cp = len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; good && k < len; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      good = (cc & 0xc0) == 0x80;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    good = good && cp >= min && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-    if (good) {
+  for (size_t i = 0; i < s.size();) {
+    if (size_t len = util::utf8_sequence_length(s, i); len > 0) {
       out.append(s.substr(i, len));
       i += len;
     } else {
-      out += k_replacement;
+      out += util::k_replacement_character;
       ++i;
     }
   }
@@ -124,32 +100,37 @@ std::string clean_log_line(std::string_view raw) {
 }
 
 std::string mask_secrets(std::string_view line) {
-  using std::regex;
-  static const auto k_flags = regex::ECMAScript | regex::icase | regex::optimize;
+  // RE2, not std::regex: this runs on untrusted log text (linear time, no recursion).
+  static const RE2::Options k_options = [] {
+    RE2::Options o;
+    o.set_case_sensitive(false);
+    o.set_log_errors(false);
+    return o;
+  }();
   // Names that end in a secret word, then '=' or ':' (env, YAML, JSON, INI, logs).
-  static const regex k_assign(
+  static const RE2 k_assign(
       R"(([A-Za-z0-9_.-]*(token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key)["']?\s*[:=]\s*["']?))"
       R"(([^\s"',;]+))",
-      k_flags);
+      k_options);
   // Command-line flags: --hf-token VALUE, --password=VALUE.
-  static const regex k_flag(
+  static const RE2 k_flag(
       R"((--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key)(=|\s+)["']?)([^\s"',;-][^\s"',;]*))",
-      k_flags);
-  static const regex k_auth(R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
-                            k_flags);
-  static const regex k_bearer(R"((\bbearer\s+)([A-Za-z0-9._~+/=-]{8,}))", k_flags);
-  static const regex k_url_creds(R"((://[^/\s:@]+:)([^/\s@]+)(@))", k_flags);
-  static const regex k_shapes(
-      R"(\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b)",
-      regex::ECMAScript | regex::optimize);
+      k_options);
+  static const RE2 k_auth(R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
+                          k_options);
+  static const RE2 k_bearer(R"((\bbearer\s+)([A-Za-z0-9._~+/=-]{8,}))", k_options);
+  static const RE2 k_url_creds(R"((://[^/\s:@]+:)([^/\s@]+)(@))", k_options);
+  // Token shapes are case-sensitive (AKIA..., hf_...).
+  static const RE2 k_shapes(
+      R"(\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b)");
   std::string s(line);
   const std::string mask(k_mask);
-  s = std::regex_replace(s, k_auth, "$1" + mask);
-  s = std::regex_replace(s, k_bearer, "$1" + mask);
-  s = std::regex_replace(s, k_assign, "$1" + mask);
-  s = std::regex_replace(s, k_flag, "$1" + mask);
-  s = std::regex_replace(s, k_url_creds, "$1" + mask + "$3");
-  s = std::regex_replace(s, k_shapes, mask);
+  RE2::GlobalReplace(&s, k_auth, "\\1" + mask);
+  RE2::GlobalReplace(&s, k_bearer, "\\1" + mask);
+  RE2::GlobalReplace(&s, k_assign, "\\1" + mask);
+  RE2::GlobalReplace(&s, k_flag, "\\1" + mask);
+  RE2::GlobalReplace(&s, k_url_creds, "\\1" + mask + "\\3");
+  RE2::GlobalReplace(&s, k_shapes, mask);
   return s;
 }
 

@@ -226,30 +226,57 @@ std::string compact_local(std::time_t t) {
   return buf;
 }
 
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) {
+    return 1;
+  }
+  size_t len = 0;
+  uint32_t min = 0;
+  if ((c & 0xe0) == 0xc0) {
+    len = 2;
+    min = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3;
+    min = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4;
+    min = 0x10000;
+  }
+  if (len == 0 || i + len > s.size()) {
+    return 0;
+  }
+  uint32_t cp = c & (0x7f >> len);
+  for (size_t k = 1; k < len; ++k) {
+    auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) {
+      return 0;
+    }
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+    return 0;
+  }
+  return len;
+}
+
 std::string printable_line(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c == '\t') {
       out += ' ';
+      ++i;
     } else if (c < 0x20 || c == 0x7f) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
+      out += k_replacement_character;
+      ++i;
+    } else if (size_t len = utf8_sequence_length(text, i); len > 0) {
+      out.append(text.substr(i, len));
+      i += len;
     } else {
-      // Keep well-formed UTF-8 sequences, replace anything else.
-      size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-      bool good = len != 0 && i + len <= text.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
-      for (size_t k = 1; good && k < len; ++k) {
-        good = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-      }
-      if (good) {
-        out.append(text.substr(i, len));
-        i += len - 1;
-      } else {
-        out += "\xEF\xBF\xBD";
-      }
+      out += k_replacement_character;
+      ++i;
     }
   }
   return out;

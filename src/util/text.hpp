@@ -31,6 +31,11 @@ std::string iso8601_local(std::time_t t);
 // YYYYmmdd-HHMMSS in local time.
 std::string compact_local(std::time_t t);
 
+// Length of the well-formed UTF-8 sequence that starts at text[i] (1 for ASCII),
+// or 0 when the bytes there are not one (truncated, overlong, surrogate, > U+10FFFF).
+size_t utf8_sequence_length(std::string_view text, size_t i);
+inline constexpr std::string_view k_replacement_character = "\xEF\xBF\xBD";  // U+FFFD
+
 // Replaces control characters (and invalid UTF-8 bytes) so the text is one printable line.
 std::string printable_line(std::string_view text);
 // Keeps [A-Za-z0-9._-], maps everything else to '_', at most max_len bytes, never empty.
