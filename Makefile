@@ -23,8 +23,8 @@ run: build
 test:
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-15} JOBS=$(JOBS) tests/fuzz/run-fuzz.sh
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 fuzz:
 	@scripts/install-deps.sh test
