@@ -105,7 +105,8 @@ class Capture(RunTestCase):
         self.assertIn(b"C LAST LINE BEFORE SIGKILL\n", self.job_output(run_dir))
 
     def test_log_keeps_output_when_the_wrapper_itself_is_sigkilled(self):
-        job = "for i in 1 2 3 4 5; do echo line-$i; done; echo ready; sleep 30"
+        pidfile = os.path.join(self.tmp, "job.pid")
+        job = f"echo $$ > {pidfile}; for i in 1 2 3 4 5; do echo line-$i; done; echo ready; exec sleep 30"
         proc = subprocess.Popen([BIN, "run", "--log-dir", self.logs, "--notify", "never", "-q", "--",
                                  "sh", "-c", job], env=self.env, cwd=self.tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -118,7 +119,7 @@ class Capture(RunTestCase):
         log = open(os.path.join(self.only_run_dir(), "output.log"), "rb").read()
         for i in range(1, 6):
             self.assertIn(f"line-{i}\n".encode(), log)
-        subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+        os.kill(int(open(pidfile).read()), signal.SIGKILL)  # the orphaned job, and only it
 
     def test_huge_line_without_newline_streams_in_bounded_memory(self):
         size = 200 * 1024 * 1024
