@@ -131,6 +131,8 @@ RunEnding run_job(const RunOptions& o) {
     }
     preloaded = std::move(*rules);
   }
+  OnlineDiagnosis diagnosis(std::move(preloaded));
+  diagnosis.start_preparing();
 
   report::RunReport rep;
   rep.argv = o.command;
@@ -196,6 +198,7 @@ RunEnding run_job(const RunOptions& o) {
   sopt.timeout = o.timeout;
   sopt.kill_after = o.kill_after;
 
+  diagnosis.wait_prepared();
   supervise::SpawnRequest sreq;
   sreq.argv = o.command;
   sreq.env = env;
@@ -204,13 +207,11 @@ RunEnding run_job(const RunOptions& o) {
   sreq.own_process_group = !interactive;
   sreq.default_signals = &intake->child_defaults();
   auto spawned = supervise::spawn(sreq);
-  // The follower (and the rules it loads) starts only now: a thread busy allocating
-  // while posix_spawn's vfork child execs makes the exec several times slower.
-  OnlineDiagnosis diagnosis(std::move(preloaded));
+  // The follower starts only now: a thread busy allocating while posix_spawn's
+  // vfork child execs makes the exec several times slower.
   capture::LogFollower follower(
       sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
-      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
-      [&diagnosis] { diagnosis.prepare(); });
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); });
   out_w.reset();
   err_w.reset();
 
