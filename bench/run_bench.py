@@ -38,19 +38,19 @@ def timed(argv, stdout=subprocess.DEVNULL, env=None, shell=False):
 
 def overhead(work, env):
     true = shutil.which("true")
-    bare, wrapped = [], []
-    cmd = [BIN, "run", "-q", "--notify", "never", "--log-dir", os.path.join(work, "logs"), "--", true]
-    for _ in range(RUNS):
+    logs = os.path.join(work, "logs")
+    cmd = [BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--", true]
+    nolb = cmd[:3] + ["--no-line-buffer"] + cmd[3:]
+    bare, wrapped, wrapped_nolb = [], [], []
+    for _ in range(RUNS):  # interleaved, so machine noise hits all three alike
         bare.append(timed([true], env=env)[0])
         wrapped.append(timed(cmd, env=env)[0])
-    b, w = statistics.median(bare), statistics.median(wrapped)
+        wrapped_nolb.append(timed(nolb, env=env)[0])
+    b, w, n = (statistics.median(x) for x in (bare, wrapped, wrapped_nolb))
     print(f"added time per job        true: {b * 1e3:7.3f} ms   gpualert run -- true: {w * 1e3:7.3f} ms"
           f"   added: {(w - b) * 1e3:.3f} ms (median of {RUNS}; bar < 3 ms)")
-    nolb = [timed(cmd[:3] + ["--no-line-buffer"] + cmd[3:], env=env)[0] for _ in range(RUNS // 2)]
-    print(f"    of which line buffering (stdbuf preload in the job): "
-          f"{(w - statistics.median(nolb)) * 1e3:.3f} ms (gpualert run --no-line-buffer -- true: "
-          f"{statistics.median(nolb) * 1e3:.3f} ms)")
-    shutil.rmtree(os.path.join(work, "logs"), ignore_errors=True)
+    print(f"    with --no-line-buffer (no stdbuf preload in the job): {n * 1e3:.3f} ms, added {(n - b) * 1e3:.3f} ms")
+    shutil.rmtree(logs, ignore_errors=True)
 
 
 def capture(work, env):
