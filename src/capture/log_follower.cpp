@@ -1,10 +1,11 @@
 #include "capture/log_follower.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -13,7 +14,9 @@ namespace capture {
 
 LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper,
                          uint64_t max_catch_up)
-    : m_sink(sink), m_consumer(std::move(consumer)), m_skipper(std::move(skipper)),
+    : m_sink(sink),
+      m_consumer(std::move(consumer)),
+      m_skipper(std::move(skipper)),
       m_max_catch_up(max_catch_up) {
   m_thread = std::thread([this] { loop(); });
 }

@@ -18,7 +18,7 @@
 namespace capture {
 
 class LogFollower {
-public:
+ public:
   using Consumer = std::function<void(std::string_view)>;
   // Called instead of Consumer for a skipped region, which always ends after a '\n'.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
@@ -30,7 +30,7 @@ public:
   uint64_t consumed() const { return m_consumed.load(); }
   uint64_t skipped() const { return m_skipped.load(); }
 
-private:
+ private:
   void loop();
   // At the end, with a backlog over the bound: skip from offset to just after the
   // first '\n' past end - max_catch_up. Returns the new offset.

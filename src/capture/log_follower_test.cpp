@@ -1,10 +1,11 @@
 #include "capture/log_follower.hpp"
 
-#include <cstdlib>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <string>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -17,7 +18,9 @@ struct TempLog {
     path = tmpl;
   }
   ~TempLog() { ::unlink(path.c_str()); }
-  util::UniqueFd open_for_write() const { return util::UniqueFd(::open(path.c_str(), O_WRONLY | O_TRUNC)); }
+  util::UniqueFd open_for_write() const {
+    return util::UniqueFd(::open(path.c_str(), O_WRONLY | O_TRUNC));
+  }
 };
 
 }  // namespace

@@ -1,15 +1,18 @@
 #include "capture/log_sink.hpp"
 
-#include <cerrno>
 #include <fcntl.h>
-#include <cstring>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace capture {
 
 LogSink::LogSink(util::UniqueFd fd, std::string path, uint64_t start_offset,
                  std::chrono::milliseconds sync_interval)
-    : m_fd(std::move(fd)), m_path(std::move(path)), m_written(start_offset),
+    : m_fd(std::move(fd)),
+      m_path(std::move(path)),
+      m_written(start_offset),
       m_interval(sync_interval) {
   m_sync_thread = std::thread([this] { sync_loop(); });
 }

@@ -23,7 +23,7 @@
 namespace capture {
 
 class LogSink {
-public:
+ public:
   LogSink(util::UniqueFd fd, std::string path, uint64_t start_offset,
           std::chrono::milliseconds sync_interval);
   ~LogSink();
@@ -47,7 +47,7 @@ public:
   // Wakes followers (see LogFollower) when new bytes are written.
   void wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const;
 
-private:
+ private:
   void sync_loop();
   util::UniqueFd m_fd;
   std::string m_path;

@@ -1,10 +1,11 @@
 #include "capture/tee.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace capture {
 
@@ -45,7 +46,9 @@ void Tee::write_terminal(Stream& s, const char* data, size_t len) {
     }
     if (n < 0 && errno == EAGAIN) {
       // Our stdout was left non-blocking by whoever opened it: wait, don't spin.
-      struct pollfd p {s.terminal, POLLOUT, 0};
+      struct pollfd p {
+        s.terminal, POLLOUT, 0
+      };
       ::poll(&p, 1, 1000);
       continue;
     }

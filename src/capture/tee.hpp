@@ -25,7 +25,7 @@ struct Stream {
 };
 
 class Tee {
-public:
+ public:
   explicit Tee(LogSink& log);
   // Returns the index of the stream.
   size_t add(util::UniqueFd pipe, int terminal);
@@ -36,7 +36,7 @@ public:
   // Terminal write failures other than EPIPE, for the report.
   const std::vector<std::string>& notes() const { return m_notes; }
 
-private:
+ private:
   void write_terminal(Stream& s, const char* data, size_t len);
   LogSink& m_log;
   std::vector<Stream> m_streams;

@@ -16,7 +16,7 @@ namespace classify {
 struct CaseFacts {
   std::optional<std::string> label;  // case.json's true label, when present
   ExitInfo exit;
-  bool exit_known = false;           // case.json/report.json gave an exit status
+  bool exit_known = false;  // case.json/report.json gave an exit status
   HostEvidence host;
   bool kernel_log_read = false;
 };

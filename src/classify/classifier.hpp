@@ -27,7 +27,7 @@ struct Rule;  // defined in classify/rules.hpp
 class CompiledRules;
 
 class RuleSet {
-public:
+ public:
   RuleSet();
   ~RuleSet();
   RuleSet(RuleSet&&) noexcept;
@@ -49,7 +49,7 @@ public:
 
   struct Impl;
 
-private:
+ private:
   std::unique_ptr<Impl> m_impl;
   friend class Scanner;
   friend util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
@@ -60,7 +60,7 @@ private:
 util::Result<RuleSet> load_rules(const std::vector<std::string>& extra);
 
 class Scanner {
-public:
+ public:
   explicit Scanner(const RuleSet& rules);
   ~Scanner();
   void feed(std::string_view bytes);
@@ -86,7 +86,7 @@ public:
   // The wrapper's own header/footer lines ("#gpualert# ..."), first few only.
   const std::vector<std::string>& wrapper_lines() const;
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };

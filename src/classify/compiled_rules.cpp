@@ -1,11 +1,11 @@
 #include "classify/compiled_rules.hpp"
 
+#include <hs/hs.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
-
-#include <hs/hs.h>
 
 #include "util/fd.hpp"
 
@@ -117,9 +117,9 @@ hs_error_t compile_multi_cached(const std::vector<const char*>& expressions,
   if ((*db = load_cached(path)) != nullptr) {
     return HS_SUCCESS;
   }
-  hs_error_t rc = hs_compile_multi(expressions.data(), flags.data(), ids.data(),
-                                   static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK,
-                                   nullptr, db, err);
+  hs_error_t rc =
+      hs_compile_multi(expressions.data(), flags.data(), ids.data(),
+                       static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, db, err);
   if (rc == HS_SUCCESS) {
     store_cached(path, *db);
   }

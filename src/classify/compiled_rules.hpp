@@ -14,14 +14,14 @@
 // both thread-safely; nothing else changes after build().
 #pragma once
 
+#include <re2/re2.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <re2/re2.h>
 
 #include "classify/rules.hpp"
 #include "util/result.hpp"
@@ -35,7 +35,7 @@ namespace classify {
 // and compiling the ~300 verifiers and extractors up front added ~5 ms to every
 // job's start-up, although a log matches few of them. Safe to share between threads.
 class LazyRegex {
-public:
+ public:
   LazyRegex(std::string pattern, bool caseless)
       : m_pattern(std::move(pattern)), m_caseless(caseless) {}
   // The compiled regex; null when it does not compile (load_*() reject such tables,
@@ -43,7 +43,7 @@ public:
   const RE2* get() const;
   const std::string& pattern() const { return m_pattern; }
 
-private:
+ private:
   std::string m_pattern;
   bool m_caseless;
   mutable std::once_flag m_once;
@@ -64,7 +64,7 @@ struct PatternRef {
 };
 
 class CompiledRules {
-public:
+ public:
   ~CompiledRules();
   // Builds (or loads from the cache) the Hyperscan database; RE2 regexes are left to
   // first use. The error names the rule's origin and the pattern.
@@ -96,7 +96,7 @@ public:
   };
   const Refs& refs(uint32_t rule) const { return m_refs[rule]; }
 
-private:
+ private:
   CompiledRules() = default;
   std::vector<Rule> m_rules;
   hs_database* m_db = nullptr;

@@ -87,17 +87,16 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     if (!rule.signals.empty() && !contains(rule.signals, signal)) {
       continue;
     }
-    if (!rule.exit_codes.empty() && !(exit.exit_code && !exit.signal &&
-                                      contains(rule.exit_codes, *exit.exit_code))) {
+    if (!rule.exit_codes.empty() &&
+        !(exit.exit_code && !exit.signal && contains(rule.exit_codes, *exit.exit_code))) {
       continue;
     }
     if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout)) {
       continue;
     }
     const auto& refs = compiled.refs(static_cast<uint32_t>(i));
-    if (!refs.needs.empty() &&
-        std::none_of(refs.needs.begin(), refs.needs.end(),
-                     [&](int r) { return matched(hits, r); })) {
+    if (!refs.needs.empty() && std::none_of(refs.needs.begin(), refs.needs.end(),
+                                            [&](int r) { return matched(hits, r); })) {
       continue;
     }
     if (std::any_of(refs.unless.begin(), refs.unless.end(),

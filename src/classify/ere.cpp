@@ -14,7 +14,9 @@ int hex(char c) {
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-bool is_ere_special(char c) { return std::string_view(".[]()*+?{}|^$\\").find(c) != std::string_view::npos; }
+bool is_ere_special(char c) {
+  return std::string_view(".[]()*+?{}|^$\\").find(c) != std::string_view::npos;
+}
 
 }  // namespace
 

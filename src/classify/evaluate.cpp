@@ -96,13 +96,25 @@ std::string exit_status_label(const ExitInfo& exit) {
     }
   }
   switch (effective_signal(exit)) {
-    case 0: break;
-    case 9: return "host_oom";
-    case 11: case 6: case 4: case 8: return "native_crash";
-    case 7: return "shm_exhausted";
-    case 1: case 2: case 15: return "cancelled";
-    case 24: return "time_limit";
-    default: return "unknown";
+    case 0:
+      break;
+    case 9:
+      return "host_oom";
+    case 11:
+    case 6:
+    case 4:
+    case 8:
+      return "native_crash";
+    case 7:
+      return "shm_exhausted";
+    case 1:
+    case 2:
+    case 15:
+      return "cancelled";
+    case 24:
+      return "time_limit";
+    default:
+      return "unknown";
   }
   return exit.exit_code ? "script_error" : "unknown";
 }
@@ -163,8 +175,8 @@ nlohmann::json scores_json(const Scores& s, bool full) {
   j["macro_f1"] = s.macro_f1;
   nlohmann::json per = nlohmann::json::object();
   for (const auto& [label, ls] : s.per_label) {
-    per[label] = {{"precision", ls.precision}, {"recall", ls.recall}, {"f1", ls.f1},
-                  {"support", ls.support}};
+    per[label] = {
+        {"precision", ls.precision}, {"recall", ls.recall}, {"f1", ls.f1}, {"support", ls.support}};
   }
   j["per_label"] = per;
   if (full) {
@@ -183,8 +195,8 @@ nlohmann::json to_json(const Evaluation& e) {
   nlohmann::json mistakes = nlohmann::json::array();
   for (const auto& c : e.cases) {
     if (c.gold != c.predicted) {
-      mistakes.push_back({{"case", c.path}, {"gold", c.gold}, {"predicted", c.predicted},
-                          {"rule", c.rule}});
+      mistakes.push_back(
+          {{"case", c.path}, {"gold", c.gold}, {"predicted", c.predicted}, {"rule", c.rule}});
     }
   }
   j["mistakes"] = mistakes;
@@ -206,7 +218,8 @@ std::string to_text(const Evaluation& e) {
                 "recall", "f1", "support", "f1 keyword", "f1 exit");
   out << buf;
   for (const auto& [label, ls] : e.rules.per_label) {
-    const std::string& name = label;  // structured bindings cannot be captured before C++20 in clang 14
+    const std::string& name =
+        label;  // structured bindings cannot be captured before C++20 in clang 14
     auto other = [&](const Scores& s) {
       auto it = s.per_label.find(name);
       return it == s.per_label.end() ? 0.0 : it->second.f1;
@@ -216,13 +229,13 @@ std::string to_text(const Evaluation& e) {
                   other(e.exit_status));
     out << buf;
   }
-  std::snprintf(buf, sizeof buf,
-                "\nmacro-F1 over the %zu labels present:\n"
-                "  ordered rules        %.3f\n"
-                "  keyword baseline     %.3f   (same patterns, no order/conditions, most lines wins)\n"
-                "  exit-status baseline %.3f   (0 success, SIGKILL host_oom, SIGSEGV native_crash, ...)\n",
-                e.rules.per_label.size(), e.rules.macro_f1, e.keyword.macro_f1,
-                e.exit_status.macro_f1);
+  std::snprintf(
+      buf, sizeof buf,
+      "\nmacro-F1 over the %zu labels present:\n"
+      "  ordered rules        %.3f\n"
+      "  keyword baseline     %.3f   (same patterns, no order/conditions, most lines wins)\n"
+      "  exit-status baseline %.3f   (0 success, SIGKILL host_oom, SIGSEGV native_crash, ...)\n",
+      e.rules.per_label.size(), e.rules.macro_f1, e.keyword.macro_f1, e.exit_status.macro_f1);
   out << buf;
   out << "\nconfusion (gold: predicted=count):\n";
   for (const auto& [gold, row] : e.rules.confusion) {

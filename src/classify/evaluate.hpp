@@ -8,10 +8,9 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "classify/classifier.hpp"
 #include "util/result.hpp"
@@ -21,10 +20,10 @@ namespace classify {
 struct CaseResult {
   std::string path;
   std::string gold;
-  std::string predicted;        // ordered rules
-  std::string rule;             // the rule that decided
-  std::string keyword;          // keyword baseline
-  std::string exit_status;      // exit-status baseline
+  std::string predicted;    // ordered rules
+  std::string rule;         // the rule that decided
+  std::string keyword;      // keyword baseline
+  std::string exit_status;  // exit-status baseline
 };
 
 struct LabelScore {

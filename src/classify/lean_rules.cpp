@@ -6,9 +6,9 @@
 // knows only the layout of our own file (one key per line, multi-line arrays
 // closed by a line holding just "]"); a unit test checks that the lean table
 // holds the same rules as the full one.
-#include "classify/default_rules.hpp"
-
 #include <string>
+
+#include "classify/default_rules.hpp"
 
 namespace classify {
 

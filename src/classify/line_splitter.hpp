@@ -20,7 +20,7 @@ namespace classify {
 inline constexpr size_t k_line_cap = 64 * 1024;
 
 class LineSplitter {
-public:
+ public:
   explicit LineSplitter(size_t cap = k_line_cap) : m_cap(cap) {}
 
   // on_segment(std::string_view text, uint64_t line_number)
@@ -34,7 +34,8 @@ public:
       const size_t line_end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : n;
       while (true) {
         const void* cr = std::memchr(p + pos, '\r', line_end - pos);
-        const size_t seg_end = cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : line_end;
+        const size_t seg_end =
+            cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : line_end;
         if (cr || nl) {
           emit(std::string_view(p + pos, seg_end - pos), on_segment);
           pos = seg_end + 1;
@@ -81,7 +82,7 @@ public:
   // Lines seen so far; a last line without '\n' counts once finish() ran.
   uint64_t lines() const { return m_line; }
 
-private:
+ private:
   void append(std::string_view part) {
     if (!part.empty()) {
       m_line_open = true;

@@ -26,16 +26,16 @@ inline uint64_t position(Origin origin, uint64_t line) {
 inline constexpr uint64_t k_no_position = std::numeric_limits<uint64_t>::max();
 
 struct RuleHits {
-  uint64_t count = 0;               // evidence lines (exclusions applied)
-  uint64_t first = k_no_position;   // position of the first evidence line
-  uint64_t last = 0;                // position of the last evidence line
+  uint64_t count = 0;              // evidence lines (exclusions applied)
+  uint64_t first = k_no_position;  // position of the first evidence line
+  uint64_t last = 0;               // position of the last evidence line
   std::vector<EvidenceLine> evidence;
   std::map<std::string, std::string> fields;
 };
 
 // Decides the label from the hits of every rule (indexed like rules.rules()).
-Verdict decide(const CompiledRules& rules, const std::vector<RuleHits>& hits,
-               const ExitInfo& exit, const HostEvidence& host);
+Verdict decide(const CompiledRules& rules, const std::vector<RuleHits>& hits, const ExitInfo& exit,
+               const HostEvidence& host);
 
 // The signal an exit status stands for: the signal itself, or N for exit code 128+N
 // (what a shell reports for a child killed by signal N); 0 when neither.

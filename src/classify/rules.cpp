@@ -1,9 +1,9 @@
 // classify/rules.cpp: loading, checking and merging rule tables (TOML).
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "classify/default_rules.hpp"
 #include "classify/rule_set_impl.hpp"
@@ -13,11 +13,16 @@ namespace classify {
 
 std::string_view tier_name(Tier tier) {
   switch (tier) {
-    case Tier::decisive: return "decisive";
-    case Tier::cause: return "cause";
-    case Tier::symptom: return "symptom";
-    case Tier::weak: return "weak";
-    case Tier::fallback: return "fallback";
+    case Tier::decisive:
+      return "decisive";
+    case Tier::cause:
+      return "cause";
+    case Tier::symptom:
+      return "symptom";
+    case Tier::weak:
+      return "weak";
+    case Tier::fallback:
+      return "fallback";
   }
   return "?";
 }
@@ -35,7 +40,7 @@ namespace {
 
 // Collects "FILE:LINE: message" errors while one table is read.
 class Loader {
-public:
+ public:
   // The embedded table is compiled as a whole when first used (its RE2 parts only
   // when a line needs them) and checked pattern by pattern, extractors included, in
   // the unit tests; only files from users pay for one compile per pattern and
@@ -115,8 +120,8 @@ public:
         } else if (key == "tier") {
           auto tier = parse_tier(*s);
           if (!tier) {
-            error(value.source(), "unknown tier '" + *s +
-                                      "' (decisive, cause, symptom, weak, fallback)");
+            error(value.source(),
+                  "unknown tier '" + *s + "' (decisive, cause, symptom, weak, fallback)");
           } else {
             rule.tier = *tier;
           }
@@ -180,8 +185,8 @@ public:
               rule.signals.push_back(sig);
             }
           } else {
-            error(item.source(), what + ": expected " +
-                                     (key == "signals" ? "signal names" : "integers"));
+            error(item.source(),
+                  what + ": expected " + (key == "signals" ? "signal names" : "integers"));
           }
         }
       } else {
@@ -286,7 +291,7 @@ public:
     return set;
   }
 
-private:
+ private:
   std::string m_name;
   bool m_check_each = true;
   std::ostringstream m_errors;
@@ -317,9 +322,7 @@ RuleSet::RuleSet(RuleSet&&) noexcept = default;
 RuleSet& RuleSet::operator=(RuleSet&&) noexcept = default;
 
 const std::vector<Rule>& RuleSet::rules() const { return m_impl->rules; }
-const std::vector<std::string>& RuleSet::global_extract() const {
-  return m_impl->global_extract;
-}
+const std::vector<std::string>& RuleSet::global_extract() const { return m_impl->global_extract; }
 
 util::Result<RuleSet> RuleSet::load_string(std::string_view text, const std::string& name) {
   RuleSet set;
@@ -363,8 +366,7 @@ util::Status RuleSet::merge(const RuleSet& other) {
       m_impl->rules.push_back(rule);
     }
   }
-  m_impl->global_extract.insert(m_impl->global_extract.end(),
-                                other.m_impl->global_extract.begin(),
+  m_impl->global_extract.insert(m_impl->global_extract.end(), other.m_impl->global_extract.begin(),
                                 other.m_impl->global_extract.end());
   std::lock_guard<std::mutex> lock(m_impl->mutex);
   m_impl->compiled.reset();

@@ -34,23 +34,23 @@ std::optional<Tier> parse_tier(std::string_view name);
 
 struct Rule {
   std::string id;
-  std::string label;       // empty for a marker
+  std::string label;  // empty for a marker
   bool is_marker = false;
   Tier tier = Tier::cause;
   Source source = Source::any;
   bool caseless = false;
   bool on_success = false;  // may override exit status 0
-  bool yields = false;      // a generic rule: a line that a specific rule explains is not its evidence
+  bool yields = false;  // a generic rule: a line that a specific rule explains is not its evidence
 
   std::vector<std::string> patterns;  // any one matching a line is evidence
   std::vector<std::string> exclude;   // a line matching one of these is not evidence
   std::vector<std::string> extract;   // RE2 with named groups -> Verdict::fields
 
   // Conditions; all given ones must hold.
-  std::vector<int> signals;        // killed by one of these (or exit code 128+N)
-  std::vector<int> exit_codes;     // exited with one of these
-  bool cgroup_oom = false;         // the job's memory cgroup saw an oom_kill
-  bool wrapper_timeout = false;    // gpualert's --timeout stopped the job
+  std::vector<int> signals;             // killed by one of these (or exit code 128+N)
+  std::vector<int> exit_codes;          // exited with one of these
+  bool cgroup_oom = false;              // the job's memory cgroup saw an oom_kill
+  bool wrapper_timeout = false;         // gpualert's --timeout stopped the job
   std::vector<std::string> needs;       // at least one of these rules/markers matched
   std::vector<std::string> unless;      // none of these matched
   std::vector<std::string> after;       // each matched before this rule's last evidence

@@ -85,9 +85,8 @@ TEST(RuleTable, ScannersInThreadsShareLazyRegexes) {
   std::vector<Verdict> verdicts(4);
   std::vector<std::thread> threads;
   for (auto& v : verdicts) {
-    threads.emplace_back([&rules, &log, &v] {
-      v = testing::classify_text(log, testing::exit_code(1), {}, *rules);
-    });
+    threads.emplace_back(
+        [&rules, &log, &v] { v = testing::classify_text(log, testing::exit_code(1), {}, *rules); });
   }
   for (auto& t : threads) {
     t.join();
@@ -146,8 +145,7 @@ TEST(RuleLoading, ErrorsCarryFileAndLine) {
       "patterns = ['x']\n",
       "site.toml");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("site.toml:2: rule 'a': unknown label 'not_a_label'"),
-            std::string::npos)
+  EXPECT_NE(r.error().find("site.toml:2: rule 'a': unknown label 'not_a_label'"), std::string::npos)
       << r.error();
 }
 
@@ -185,7 +183,8 @@ TEST(RuleLoading, MergeOverridesInPlaceAndAppends) {
   auto site = RuleSet::load_string(
       "[[rule]]\nid = \"cuda-oom\"\nlabel = \"cuda_oom\"\npatterns = ['SITE OOM']\n"
       "action = 'ask the site team'\n"
-      "[[rule]]\nid = \"site-quota\"\nlabel = \"disk_full\"\npatterns = ['over quota on /project']\n",
+      "[[rule]]\nid = \"site-quota\"\nlabel = \"disk_full\"\npatterns = ['over quota on "
+      "/project']\n",
       "site.toml");
   ASSERT_TRUE(site.ok()) << site.error();
   auto rules = RuleSet::load_default();

@@ -7,9 +7,9 @@
 // instead of lines matters: a training log is mostly short progress lines, and a
 // call per line would cost more than the matching itself. Everything about the
 // verdict is decided at the end (decide.cpp).
-#include <algorithm>
-
 #include <hs/hs.h>
+
+#include <algorithm>
 
 #include "classify/classifier.hpp"
 #include "classify/line_splitter.hpp"
@@ -129,8 +129,8 @@ struct Scanner::Impl {
     if (rules) {
       matches.clear();
       if (rules->database()) {
-        hs_scan(rules->database(), b.text.data(), static_cast<unsigned>(b.text.size()), 0,
-                scratch, on_match, &matches);
+        hs_scan(rules->database(), b.text.data(), static_cast<unsigned>(b.text.size()), 0, scratch,
+                on_match, &matches);
       }
       if (const hs_database_t* db = rules->marker_database(unseen_markers(into))) {
         // hs_alloc_scratch only grows the scratch when this database needs more.
@@ -147,8 +147,8 @@ struct Scanner::Impl {
           ++li;
         }
         line_ids.clear();
-        for (; mi < matches.size() && (li + 1 == b.lines.size() ||
-                                       matches[mi].to <= b.lines[li + 1].offset);
+        for (; mi < matches.size() &&
+               (li + 1 == b.lines.size() || matches[mi].to <= b.lines[li + 1].offset);
              ++mi) {
           if (line_ids.empty() || line_ids.back() != matches[mi].id) {
             line_ids.push_back(matches[mi].id);
@@ -189,13 +189,12 @@ struct Scanner::Impl {
     for (uint32_t r : touched) {
       const Rule& rule = rules->rules()[r];
       const int label = rule_label[r];
-      if (keyword_lines && matched[r] && label >= 0 &&
-          !label_seen[static_cast<size_t>(label)]) {
+      if (keyword_lines && matched[r] && label >= 0 && !label_seen[static_cast<size_t>(label)]) {
         label_seen[static_cast<size_t>(label)] = 1;
         ++(*keyword_lines)[static_cast<size_t>(label)];
       }
-      bool source_ok = rule.source == Source::any ||
-                       (rule.source == Source::log) == (origin == Origin::log);
+      bool source_ok =
+          rule.source == Source::any || (rule.source == Source::log) == (origin == Origin::log);
       if (matched[r] && !excluded[r] && source_ok && !(rule.yields && specific)) {
         record(r, b, line, text, origin, into[r]);
       }
@@ -221,8 +220,8 @@ struct Scanner::Impl {
     }
     std::string full(b.prefixes.data() + line.prefix_offset, line.prefix_length);
     full.append(text);
-    h.evidence.push_back(EvidenceLine{line.number, printable(full),
-                                      origin == Origin::kernel ? "kernel" : "log"});
+    h.evidence.push_back(
+        EvidenceLine{line.number, printable(full), origin == Origin::kernel ? "kernel" : "log"});
     if (line.rank >= 0 && !h.fields.count("rank")) {
       h.fields["rank"] = std::to_string(line.rank);
     }
@@ -290,8 +289,7 @@ Scanner::Scanner(const RuleSet& rules) : m_impl(std::make_unique<Impl>()) {
     }
     s.rule_label.push_back(index);
   }
-  if (s.rules->database() &&
-      hs_alloc_scratch(s.rules->database(), &s.scratch) != HS_SUCCESS) {
+  if (s.rules->database() && hs_alloc_scratch(s.rules->database(), &s.scratch) != HS_SUCCESS) {
     s.rules.reset();
     return;
   }
@@ -350,8 +348,9 @@ std::vector<std::string> Scanner::evidence_rules() const {
 Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
   Impl& s = *m_impl;
   if (!s.rules) {
-    return Verdict{"unknown", "rules-unusable", "-",
-                   "the rule table could not be compiled; run `gpualert rules check`", {}, {}};
+    return Verdict{"unknown", "rules-unusable",
+                   "-",       "the rule table could not be compiled; run `gpualert rules check`",
+                   {},        {}};
   }
   // Kernel lines come first in time order (see rule_hits.hpp), so their evidence
   // leads the evidence of the log.

@@ -107,9 +107,10 @@ TEST(Ordering, WatchdogAbortWithKnownWhatIsNotNativeCrash) {
       "Aborted (core dumped)\n",
       killed_by(SIGABRT));
   EXPECT_EQ(v.label, "cuda_illegal_access");
-  v = classify_text("terminate called after throwing an instance of 'std::logic_error'\n"
-                    "  what():  basic_string::_M_construct null not valid\n",
-                    killed_by(SIGABRT));
+  v = classify_text(
+      "terminate called after throwing an instance of 'std::logic_error'\n"
+      "  what():  basic_string::_M_construct null not valid\n",
+      killed_by(SIGABRT));
   EXPECT_EQ(v.label, "native_crash");
 }
 
@@ -150,8 +151,8 @@ TEST(Ordering, TimeLimitBannerBeforeTheStorm) {
 TEST(Ordering, HostOomKillOfAWorker) {
   HostEvidence host;
   host.kernel_lines = {"Out of memory: Killed process 4321 (pt_data_worker) total-vm:100kB"};
-  auto v = classify_text(
-      "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n", exit_code(1), host);
+  auto v = classify_text("RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n",
+                         exit_code(1), host);
   EXPECT_EQ(v.label, "host_oom");
   EXPECT_EQ(v.fields["pid"], "4321");
   v = classify_text("RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n",
@@ -226,8 +227,9 @@ TEST(Success, FatalGpuErrorOverridesExitZero) {
 }
 
 TEST(Success, ExitZeroWithTracebackIsStillSuccess) {
-  EXPECT_EQ(classify_text("Traceback (most recent call last):\nValueError: x\n", exit_code(0)).label,
-            "success");
+  EXPECT_EQ(
+      classify_text("Traceback (most recent call last):\nValueError: x\n", exit_code(0)).label,
+      "success");
 }
 
 // ---- the exit status and host facts alone
@@ -272,13 +274,13 @@ TEST(Status, SigbusWithAndWithoutLoaderWorkers) {
 }
 
 TEST(Status, ErrorLineWithoutTracebackIsScriptError) {
-  EXPECT_EQ(classify_text("train.py: error: the following arguments are required: --data\n",
-                          exit_code(2))
-                .label,
-            "script_error");
-  EXPECT_EQ(classify_text("srun: error: node12: task 0: Exited with exit code 1\n", exit_code(1))
-                .label,
-            "unknown");
+  EXPECT_EQ(
+      classify_text("train.py: error: the following arguments are required: --data\n", exit_code(2))
+          .label,
+      "script_error");
+  EXPECT_EQ(
+      classify_text("srun: error: node12: task 0: Exited with exit code 1\n", exit_code(1)).label,
+      "unknown");
 }
 
 // ---- streaming
@@ -290,8 +292,9 @@ std::string composite_log() {
            "/1000 [00:10<01:28,  6.21it/s]\r";
   }
   log += "\nEpoch 1 | loss 1.2\n\xff\xfe invalid bytes\n";
-  log += "[rank2]: \x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate "
-         "512.00 MiB\n";
+  log +=
+      "[rank2]: \x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate "
+      "512.00 MiB\n";
   log += "[rank0]: Connection reset by peer\n";
   return log;
 }

@@ -1,8 +1,8 @@
 #include "classify/text.hpp"
 
-#include "util/text.hpp"
-
 #include <cstring>
+
+#include "util/text.hpp"
 
 namespace classify {
 
@@ -87,7 +87,8 @@ size_t strip_one(std::string_view s, int* rank) {
         }
       }
     }
-    // glog: "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " or "[E ProcessGroupNCCL.cpp:475] "
+    // glog: "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " or "[E ProcessGroupNCCL.cpp:475]
+    // "
     if (s.size() > 3 && is_severity(s[1]) && (is_digit(s[2]) || s[2] == ' ')) {
       return close_bracket_space(s, 2, 160);
     }
@@ -155,8 +156,8 @@ std::string_view strip_ansi(std::string_view in, std::string& scratch) {
 Stripped strip_prefixes(std::string_view line) {
   Stripped out{line, -1};
   // Most lines start with none of '[', a digit, a space or a glog severity letter.
-  if (line.empty() || !(line[0] == '[' || line[0] == ' ' || is_digit(line[0]) ||
-                        is_severity(line[0]))) {
+  if (line.empty() ||
+      !(line[0] == '[' || line[0] == ' ' || is_digit(line[0]) || is_severity(line[0]))) {
     return out;
   }
   for (int round = 0; round < 6; ++round) {

@@ -1,7 +1,8 @@
+#include "classify/text.hpp"
+
 #include <gtest/gtest.h>
 
 #include "classify/line_splitter.hpp"
-#include "classify/text.hpp"
 
 namespace classify {
 namespace {
@@ -75,7 +76,8 @@ TEST(Text, StripPrefixes) {
   EXPECT_EQ(strip_prefixes("[default0]:KeyError: 'x'").text, "KeyError: 'x'");
   EXPECT_EQ(strip_prefixes("[1,2]<stderr>:ValueError: bad").text, "ValueError: bad");
   EXPECT_EQ(
-      strip_prefixes("W0616 00:37:22.876000 4015698 torch/distributed/elastic/api.py:900] msg").text,
+      strip_prefixes("W0616 00:37:22.876000 4015698 torch/distributed/elastic/api.py:900] msg")
+          .text,
       "msg");
   EXPECT_EQ(strip_prefixes("[INFO] not a glog prefix").text, "[INFO] not a glog prefix");
   EXPECT_EQ(strip_prefixes("Epoch 1: 100%").text, "Epoch 1: 100%");

@@ -32,9 +32,9 @@ struct HostEvidence {
 
 // One line that supports the verdict.
 struct EvidenceLine {
-  uint64_t line = 0;      // 1-based line number in its source (0 when not from a file)
-  std::string text;       // the line, ANSI codes stripped, invalid UTF-8 replaced
-  std::string source;     // "log", "kernel", "exit", "cgroup", "wrapper"
+  uint64_t line = 0;   // 1-based line number in its source (0 when not from a file)
+  std::string text;    // the line, ANSI codes stripped, invalid UTF-8 replaced
+  std::string source;  // "log", "kernel", "exit", "cgroup", "wrapper"
 };
 
 struct Verdict {

@@ -2,11 +2,10 @@
 //
 // Exit facts come from the flags, else from case.json/report.json beside the log;
 // kernel lines from --kernel-log, else kernel.log beside the log.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "classify/case_dir.hpp"
@@ -34,7 +33,7 @@ nlohmann::json verdict_json(const classify::Verdict& v) {
   for (const auto& e : v.evidence) {
     evidence.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
   }
-  return {{"label", v.label}, {"rule", v.rule},     {"group", v.group},
+  return {{"label", v.label},     {"rule", v.rule},     {"group", v.group},
           {"evidence", evidence}, {"action", v.action}, {"fields", v.fields}};
 }
 
@@ -90,8 +89,8 @@ int cmd_classify(int argc, char** argv) {
 
   classify::ExitInfo exit;
   classify::HostEvidence host;
-  const fs::path dir = fs::path(log_path).parent_path().empty() ? fs::path(".")
-                                                                : fs::path(log_path).parent_path();
+  const fs::path dir =
+      fs::path(log_path).parent_path().empty() ? fs::path(".") : fs::path(log_path).parent_path();
   auto facts = classify::read_case_facts(dir.string());
   if (!facts) {
     return runtime_error(facts.error());

@@ -1,9 +1,8 @@
 // cli/cmd_eval.cpp: `gpualert eval`, the rules measured on labelled cases beside
 // two baselines (see classify/evaluate.hpp).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "classify/evaluate.hpp"
 #include "cli/commands.hpp"
@@ -11,8 +10,7 @@
 namespace cli {
 
 int cmd_eval(int argc, char** argv) {
-  CLI::App app{"Score the rules on corpus cases (directories holding case.json).",
-               "gpualert eval"};
+  CLI::App app{"Score the rules on corpus cases (directories holding case.json).", "gpualert eval"};
   std::vector<std::string> roots, rule_files;
   bool json = false;
   app.add_flag("--json", json, "print the scores as JSON");
@@ -38,8 +36,9 @@ int cmd_eval(int argc, char** argv) {
     return 1;
   }
   if (result->cases.empty()) {
-    std::fprintf(stderr, "gpualert: error: no readable case (a directory with case.json and "
-                         "output.log) under the given directories\n");
+    std::fprintf(stderr,
+                 "gpualert: error: no readable case (a directory with case.json and "
+                 "output.log) under the given directories\n");
     return 1;
   }
   for (const auto& s : result->skipped) {

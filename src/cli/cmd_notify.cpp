@@ -1,9 +1,8 @@
 // cli/cmd_notify.cpp: `gpualert notify`: (re)build and send the notice of a finished run directory.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "notify/notify.hpp"
@@ -12,7 +11,8 @@
 namespace cli {
 
 int cmd_notify(int argc, char** argv) {
-  CLI::App app{"Build the notification of a finished run directory and send it (or queue it).", "gpualert notify"};
+  CLI::App app{"Build the notification of a finished run directory and send it (or queue it).",
+               "gpualert notify"};
   std::vector<std::string> to, attach;
   std::string budget, config_file, timeout, run_dir;
   app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
@@ -22,7 +22,8 @@ int cmd_notify(int argc, char** argv) {
   app.add_option("--notify-timeout", timeout, "the most delivery may take (default 60s)");
   bool report_outcome = false;  // for `run`: the outcome in a form it parses (cli/notifier.cpp)
   app.add_flag("--report-outcome", report_outcome)->group("");
-  app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")->required();
+  app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

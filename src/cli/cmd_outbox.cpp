@@ -1,9 +1,8 @@
 // cli/cmd_outbox.cpp: `gpualert outbox list | flush`: what is waiting, and sending it.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "notify/config.hpp"
@@ -22,9 +21,11 @@ void print_entry(const notify::EntryMeta& m) {
   for (const auto& t : m.to) {
     to += (to.empty() ? "" : ",") + t;
   }
-  std::printf("%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(), to.empty() ? "-" : to.c_str(),
-              m.attempts, m.attempts == 1 ? "" : "s", notify::sanitize_header_value(m.subject, 200).c_str(),
-              m.last_error.empty() ? "-" : notify::sanitize_header_value(m.last_error, 400).c_str());
+  std::printf(
+      "%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(),
+      to.empty() ? "-" : to.c_str(), m.attempts, m.attempts == 1 ? "" : "s",
+      notify::sanitize_header_value(m.subject, 200).c_str(),
+      m.last_error.empty() ? "-" : notify::sanitize_header_value(m.last_error, 400).c_str());
 }
 
 }  // namespace
@@ -32,7 +33,9 @@ void print_entry(const notify::EntryMeta& m) {
 int cmd_outbox(int argc, char** argv) {
   CLI::App app{"List or send the notifications not yet delivered.", "gpualert outbox"};
   std::string action, config_file, timeout;
-  app.add_option("ACTION", action, "list | flush")->required()->check(CLI::IsMember({"list", "flush"}));
+  app.add_option("ACTION", action, "list | flush")
+      ->required()
+      ->check(CLI::IsMember({"list", "flush"}));
   app.add_option("--config", config_file, "configuration file");
   app.add_option("--notify-timeout", timeout, "the most a flush may take (default 60s)");
   try {

@@ -1,9 +1,8 @@
 // cli/cmd_rules.cpp: `gpualert rules list | check FILE...`, and the hidden
 // `rules patterns [--ere]` that the benchmark uses to give grep the same patterns.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "classify/classifier.hpp"
@@ -20,13 +19,14 @@ int list_rules(const classify::RuleSet& rules, bool json) {
     nlohmann::json out = nlohmann::json::array();
     int order = 0;
     for (const auto& r : rules.rules()) {
-      out.push_back({{"order", ++order},
-                     {"id", r.id},
-                     {"label", r.is_marker ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
-                     {"tier", r.is_marker ? nlohmann::json(nullptr)
-                                          : nlohmann::json(std::string(classify::tier_name(r.tier)))},
-                     {"patterns", r.patterns.size()},
-                     {"origin", r.origin}});
+      out.push_back(
+          {{"order", ++order},
+           {"id", r.id},
+           {"label", r.is_marker ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
+           {"tier", r.is_marker ? nlohmann::json(nullptr)
+                                : nlohmann::json(std::string(classify::tier_name(r.tier)))},
+           {"patterns", r.patterns.size()},
+           {"origin", r.origin}});
     }
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -78,8 +78,8 @@ int print_patterns(const classify::RuleSet& rules, bool ere) {
         std::printf("%s\n", translated->c_str());
       } else {
         ++refused;
-        std::fprintf(stderr, "gpualert: warning: %s: pattern has no ERE form: %s\n",
-                     r.id.c_str(), p.c_str());
+        std::fprintf(stderr, "gpualert: warning: %s: pattern has no ERE form: %s\n", r.id.c_str(),
+                     p.c_str());
       }
     }
   }

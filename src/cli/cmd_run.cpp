@@ -1,9 +1,10 @@
 // cli/cmd_run.cpp: `gpualert run [OPTIONS] -- COMMAND [ARG...]`: options, then run_job().
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/run_job.hpp"
@@ -13,7 +14,8 @@ namespace cli {
 
 namespace {
 
-constexpr const char* k_run_help = R"(Run COMMAND unchanged, keep a durable log of everything it prints, diagnose
+constexpr const char* k_run_help =
+    R"(Run COMMAND unchanged, keep a durable log of everything it prints, diagnose
 how it ended, and notify you. gpualert exits with exactly the status of COMMAND
 (its exit code, or the same signal), whatever happens to the notification.
 
@@ -53,7 +55,9 @@ util::Result<std::chrono::milliseconds> parse_duration_positive(std::string_view
   std::fflush(stderr);
   if (ending.signal) {
     int sig = *ending.signal;
-    struct rlimit no_core {0, 0};
+    struct rlimit no_core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &no_core);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
@@ -83,21 +87,26 @@ int cmd_run(int argc, char** argv) {
       ->check(check<uint64_t>(&util::parse_size, "SIZE"));
   app.add_option("--notify", o.notify_when, "always | failure | never (default always)")
       ->check(CLI::IsMember({"always", "failure", "never"}));
-  app.add_option("--timeout", timeout, "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
+  app.add_option("--timeout", timeout,
+                 "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
       ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
-  app.add_option("--kill-after", kill_after, "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
+  app.add_option("--kill-after", kill_after,
+                 "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
       ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
   app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)");
   app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
-  app.add_option("--notify-timeout", notify_timeout,
-                 "most that delivering may take before the message stays in the outbox (default 60s)")
+  app.add_option(
+         "--notify-timeout", notify_timeout,
+         "most that delivering may take before the message stays in the outbox (default 60s)")
       ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
-  app.add_option("--config", o.config_file, "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)");
+  app.add_option("--config", o.config_file,
+                 "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)");
   bool no_line_buffer = false;
   app.add_flag("--no-line-buffer", no_line_buffer,
                "don't ask the job's runtimes for line-buffered stdout (PYTHONUNBUFFERED, stdbuf)");
   app.footer(
-      "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL, GPUALERT_SMTP_USER,\n"
+      "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL, "
+      "GPUALERT_SMTP_USER,\n"
       "GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_STATE_DIR, GPUALERT_CONFIG, GPUALERT_NOTIFY_TIMEOUT.\n"
       "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
   // Everything after the first "--" is the command, untouched (it may hold
@@ -134,11 +143,14 @@ int cmd_run(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "gpualert: error: run: %s\n", e.what());
-    std::fprintf(stderr, "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)\n");
+    std::fprintf(stderr,
+                 "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)\n");
     return 2;
   }
   if (o.command.empty() || o.command[0].empty()) {
-    std::fprintf(stderr, "gpualert: error: run: no command given (usage: gpualert run [OPTIONS] -- COMMAND [ARG...])\n");
+    std::fprintf(stderr,
+                 "gpualert: error: run: no command given (usage: gpualert run [OPTIONS] -- COMMAND "
+                 "[ARG...])\n");
     return 2;
   }
   if (!timeout.empty()) {

@@ -1,11 +1,11 @@
-// cli/cmd_test_notify.cpp: `gpualert test-notify`: send a test message now and say exactly what failed.
+// cli/cmd_test_notify.cpp: `gpualert test-notify`: send a test message now and say exactly what
+// failed.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "notify/config.hpp"
@@ -18,7 +18,8 @@
 namespace cli {
 
 int cmd_test_notify(int argc, char** argv) {
-  CLI::App app{"Send a test notification through every configured channel.", "gpualert test-notify"};
+  CLI::App app{"Send a test notification through every configured channel.",
+               "gpualert test-notify"};
   std::vector<std::string> to;
   std::string config_file, timeout;
   app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
@@ -76,7 +77,9 @@ int cmd_test_notify(int argc, char** argv) {
     } else {
       r = notify::smtp_send(*config, config->to, *message, config->notify_timeout);
     }
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
     if (r.ok) {
       std::string rcpts;
       for (const auto& t : config->to) {
@@ -86,14 +89,15 @@ int cmd_test_notify(int argc, char** argv) {
                   notify::redact_url(config->smtp_url).c_str(), static_cast<long long>(ms));
     } else {
       ++failures;
-      std::fprintf(stderr, "gpualert: error: smtp %s: %s\n", notify::redact_url(config->smtp_url).c_str(),
-                   r.describe().c_str());
+      std::fprintf(stderr, "gpualert: error: smtp %s: %s\n",
+                   notify::redact_url(config->smtp_url).c_str(), r.describe().c_str());
     }
   }
   if (!config->webhook_url.empty()) {
-    nlohmann::json payload = config->webhook_format == "json"
-                                 ? nlohmann::json{{"test", true}, {"host", host}, {"subject", subject}}
-                                 : nlohmann::json{{"text", subject}, {"username", "gpualert"}};
+    nlohmann::json payload =
+        config->webhook_format == "json"
+            ? nlohmann::json{{"test", true}, {"host", host}, {"subject", subject}}
+            : nlohmann::json{{"text", subject}, {"username", "gpualert"}};
     auto r = notify::webhook_post(*config, payload.dump(), config->notify_timeout);
     if (r.ok) {
       std::printf("webhook: test message accepted (HTTP %ld)\n", r.response);

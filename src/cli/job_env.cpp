@@ -1,7 +1,8 @@
 #include "cli/job_env.hpp"
 
-#include <map>
 #include <unistd.h>
+
+#include <map>
 
 namespace cli {
 
@@ -15,7 +16,8 @@ std::string find_stdbuf_library() {
   return "";
 }
 
-std::vector<std::string> job_environment(char** envp, bool line_buffer, const std::string& run_dir) {
+std::vector<std::string> job_environment(char** envp, bool line_buffer,
+                                         const std::string& run_dir) {
   std::vector<std::string> env;
   std::map<std::string, size_t> index;
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {

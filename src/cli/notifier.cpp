@@ -1,15 +1,16 @@
 #include "cli/notifier.hpp"
 
-#include <cerrno>
-#include <chrono>
-#include <climits>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstring>
 
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"
@@ -76,7 +77,8 @@ std::vector<std::string> config_args(const std::string& config_file, const notif
   if (!config_file.empty()) {
     args.insert(args.end(), {"--config", config_file});
   }
-  args.insert(args.end(), {"--notify-timeout", std::to_string(config.notify_timeout.count()) + "ms"});
+  args.insert(args.end(),
+              {"--notify-timeout", std::to_string(config.notify_timeout.count()) + "ms"});
   return args;
 }
 
@@ -102,7 +104,8 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
     return {false, false, "", std::string("pipe: ") + std::strerror(errno)};
   }
   util::UniqueFd rd(fds[0]), wr(fds[1]);
-  std::vector<std::string> args = {"notify", "--report-outcome", "--budget", std::to_string(budget_bytes)};
+  std::vector<std::string> args = {"notify", "--report-outcome", "--budget",
+                                   std::to_string(budget_bytes)};
   auto more = config_args(config_file, config);
   args.insert(args.end(), more.begin(), more.end());
   for (const auto& to : config.to) {
@@ -115,21 +118,26 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   pid_t pid = spawn_helper(args, wr.get(), false);
   wr.reset();
   if (pid < 0) {
-    return {false, false, "", std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
-                                  "; report and log are in " + run_dir};
+    return {false, false, "",
+            std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
+                "; report and log are in " + run_dir};
   }
   // The helper keeps its own delivery deadline; this one only guards against a
   // helper that crashed or hung while building the message.
-  auto deadline = std::chrono::steady_clock::now() + config.notify_timeout + std::chrono::seconds(5);
+  auto deadline =
+      std::chrono::steady_clock::now() + config.notify_timeout + std::chrono::seconds(5);
   std::string got;
   char buf[4096];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     if (left <= 0) {
       break;
     }
-    struct pollfd p {rd.get(), POLLIN, 0};
+    struct pollfd p {
+      rd.get(), POLLIN, 0
+    };
     if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX))) <= 0) {
       continue;
     }
@@ -155,14 +163,17 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   if (r == 0) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    return {false, false, "", "the notifier did not finish in time and was stopped; `gpualert notify " +
-                                  run_dir + "` sends it again"};
+    return {false, false, "",
+            "the notifier did not finish in time and was stopped; `gpualert notify " + run_dir +
+                "` sends it again"};
   }
   auto nl1 = got.find('\n');
   if (!WIFEXITED(status) || got.size() < 2 || nl1 == std::string::npos) {
-    std::string how = WIFSIGNALED(status) ? "was killed by " + supervise::signal_name(WTERMSIG(status))
-                                          : "failed";
-    return {false, false, "", "the notifier " + how + "; `gpualert notify " + run_dir + "` sends it again"};
+    std::string how = WIFSIGNALED(status)
+                          ? "was killed by " + supervise::signal_name(WTERMSIG(status))
+                          : "failed";
+    return {false, false, "",
+            "the notifier " + how + "; `gpualert notify " + run_dir + "` sends it again"};
   }
   auto nl2 = got.find('\n', nl1 + 1);
   NotifyOutcome o;
@@ -187,7 +198,8 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
 int exec_notify_helper(int argc, char** argv) {
   std::string helper = notify_helper_path();
   if (helper.empty()) {
-    std::fprintf(stderr, "gpualert: error: %s not found beside the gpualert binary\n", k_helper_name);
+    std::fprintf(stderr, "gpualert: error: %s not found beside the gpualert binary\n",
+                 k_helper_name);
     return 2;
   }
   std::vector<char*> args;

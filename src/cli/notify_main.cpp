@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::fprintf(stderr, "gpualert-notify: the notification helper of gpualert; use `gpualert outbox`, "
-                       "`gpualert test-notify` or `gpualert notify`\n");
+  std::fprintf(stderr,
+               "gpualert-notify: the notification helper of gpualert; use `gpualert outbox`, "
+               "`gpualert test-notify` or `gpualert notify`\n");
   return 2;
 }

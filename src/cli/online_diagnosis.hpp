@@ -19,7 +19,7 @@
 namespace cli {
 
 class OnlineDiagnosis {
-public:
+ public:
   explicit OnlineDiagnosis(std::optional<classify::RuleSet> preloaded);
   ~OnlineDiagnosis();
   void start_preparing();
@@ -31,7 +31,7 @@ public:
   // Why there is no real verdict (the rules could not be loaded), or "".
   const std::string& error() const { return m_error; }
 
-private:
+ private:
   void prepare();
   std::thread m_thread;
   std::optional<classify::RuleSet> m_rules;

@@ -1,23 +1,24 @@
 #include "cli/run_job.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <cstdlib>
-#include <ctime>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 
 #include "capture/log_follower.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
 #include "cli/job_env.hpp"
-#include "host/evidence.hpp"
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
+#include "host/evidence.hpp"
 #include "notify/policy.hpp"
 #include "report/run_dir.hpp"
 #include "report/run_report.hpp"
@@ -150,12 +151,15 @@ RunEnding run_job(const RunOptions& o) {
   std::string log_dir = o.log_dir;
   if (log_dir.empty()) {
     const char* e = std::getenv("GPUALERT_LOG_DIR");
-    log_dir = (e != nullptr && *e != '\0') ? e : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
+    log_dir = (e != nullptr && *e != '\0')
+                  ? e
+                  : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
   }
   report::HeaderFacts header{rep.name, rep.argv, rep.cwd, rep.host, rep.user, rep.started, rep.env};
   report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
   auto run_dir = report::create_run_dir(req, header);
-  std::vector<std::string> env = job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
+  std::vector<std::string> env =
+      job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
   if (!run_dir) {
     std::fprintf(stderr, "gpualert: WARNING: %s; running the job without a log or report\n",
                  run_dir.error().c_str());
@@ -228,7 +232,8 @@ RunEnding run_job(const RunOptions& o) {
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
   }
   auto end = Clock::now();
-  double duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
+  double duration =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
   rep.ended = util::iso8601_local(Clock::to_time_t(end));
   rep.duration_s = duration;
   tee.streams().clear();  // close our read ends: late writers get EPIPE, not a hang
@@ -286,12 +291,15 @@ RunEnding run_job(const RunOptions& o) {
   std::string report_text = report::to_json(rep).dump(2) + "\n";
   // report.json is derived from output.log (which is synced): `gpualert classify`
   // gives it again, so it is replaced atomically but not fsynced, off the job's path.
-  if (auto st = util::write_file_atomic(report_path, report_text, 0644,
-                                        util::Durability::replace_only); !st) {
+  if (auto st =
+          util::write_file_atomic(report_path, report_text, 0644, util::Durability::replace_only);
+      !st) {
     // A full or broken log device must not lose the verdict too: keep it in the state dir.
     std::string fallback_dir = notify::state_dir(config) + "/reports";
-    std::string fallback = fallback_dir + "/" + util::safe_file_component(
-        rep.run_dir.substr(rep.run_dir.find_last_of('/') + 1), 200) + ".json";
+    std::string fallback =
+        fallback_dir + "/" +
+        util::safe_file_component(rep.run_dir.substr(rep.run_dir.find_last_of('/') + 1), 200) +
+        ".json";
     std::fprintf(stderr, "gpualert: WARNING: could not write %s: %s\n", report_path.c_str(),
                  st.error().c_str());
     if (util::make_dirs(fallback_dir, 0700) && util::write_file_atomic(fallback, report_text)) {
@@ -306,8 +314,8 @@ RunEnding run_job(const RunOptions& o) {
 
   std::string notice;
   if (notify::should_notify(config, rep)) {
-    NotifyOutcome outcome = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes,
-                                              o.config_file, config);
+    NotifyOutcome outcome =
+        notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config);
     if (outcome.delivered) {
       notice = "notified " + outcome.where;
     } else {

@@ -1,11 +1,12 @@
 #include "host/evidence.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <sstream>
-#include <unistd.h>
 
 namespace host {
 
@@ -37,8 +38,9 @@ std::string format_kmsg_record(const std::string& record) {
 
 bool kernel_line_relevant(const std::string& text) {
   static constexpr const char* k_needles[] = {
-      "invoked oom-killer", "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
-      "Memory cgroup out of memory", "NVRM:", "Xid", "nvidia", "segfault at", "general protection"};
+      "invoked oom-killer",          "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
+      "Memory cgroup out of memory", "NVRM:",         "Xid",       "nvidia",     "segfault at",
+      "general protection"};
   for (const char* n : k_needles) {
     if (text.find(n) != std::string::npos) {
       return true;
@@ -119,9 +121,9 @@ EvidenceWatch EvidenceWatch::start() {
     w.m_oom_counter_path = *p;
     w.m_oom_before = read_oom_kill(*p);
   }
-  w.m_sources["cgroup_oom"] = w.m_oom_before
-                                  ? "read (" + w.m_oom_counter_path + ")"
-                                  : std::string("not available: no readable memory cgroup oom_kill counter");
+  w.m_sources["cgroup_oom"] =
+      w.m_oom_before ? "read (" + w.m_oom_counter_path + ")"
+                     : std::string("not available: no readable memory cgroup oom_kill counter");
   return w;
 }
 

@@ -17,7 +17,7 @@
 namespace host {
 
 class EvidenceWatch {
-public:
+ public:
   // Opens /dev/kmsg at its end and reads the cgroup OOM counter. Never fails.
   static EvidenceWatch start();
   // Reads kernel records since start() and the counter again.
@@ -28,7 +28,7 @@ public:
   std::optional<int64_t> cgroup_oom_kills() const;
   const std::map<std::string, std::string>& sources() const { return m_sources; }
 
-private:
+ private:
   util::UniqueFd m_kmsg;
   std::string m_oom_counter_path;
   std::optional<int64_t> m_oom_before, m_oom_after;

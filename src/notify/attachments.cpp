@@ -1,14 +1,15 @@
 #include "notify/attachments.hpp"
 
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fcntl.h>
-#include <glob.h>
 #include <set>
-#include <sys/stat.h>
-#include <zlib.h>
 
 #include "util/fd.hpp"
 #include "util/text.hpp"
@@ -25,7 +26,9 @@ struct Deflater {
   z_stream zs{};
   bool ok = false;
   // Level 1: logs still shrink ~10x and a 200 MB log gzips in about a second, not three.
-  Deflater() { ok = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK; }
+  Deflater() {
+    ok = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  }
   ~Deflater() {
     if (ok) {
       deflateEnd(&zs);
@@ -124,7 +127,8 @@ std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candid
     if (!c.rejected.empty()) {
       a.note = c.rejected;
     } else if (c.size > remaining) {
-      a.note = "over budget: needs " + util::human_size(c.size) + ", " + util::human_size(remaining) + " left";
+      a.note = "over budget: needs " + util::human_size(c.size) + ", " +
+               util::human_size(remaining) + " left";
     } else {
       a.attached = true;
       remaining -= c.size;
@@ -150,7 +154,8 @@ std::optional<std::string> gzip(std::string_view data, uint64_t limit) {
   return out;
 }
 
-Attachment log_attachment(const std::string& log_path, uint64_t budget, const std::string& full_log_where) {
+Attachment log_attachment(const std::string& log_path, uint64_t budget,
+                          const std::string& full_log_where) {
   Attachment a;
   a.name = "output.log.gz";
   a.path = log_path;
@@ -191,16 +196,18 @@ Attachment log_attachment(const std::string& log_path, uint64_t budget, const st
   auto head = read_prefix(log_path, ht.head);
   std::string tail(ht.tail, '\0');
   util::UniqueFd fd(::open(log_path.c_str(), O_RDONLY | O_CLOEXEC));
-  ssize_t n = fd.valid() ? ::pread(fd.get(), tail.data(), tail.size(), static_cast<off_t>(size - ht.tail)) : -1;
+  ssize_t n = fd.valid()
+                  ? ::pread(fd.get(), tail.data(), tail.size(), static_cast<off_t>(size - ht.tail))
+                  : -1;
   if (!head || n < 0) {
     a.note = "cannot read the log: " + (head ? std::string(std::strerror(errno)) : head.error());
     return a;
   }
   tail.resize(static_cast<size_t>(n));
   uint64_t cut = size - head->size() - tail.size();
-  std::string note = "head and tail only: " + util::human_size(cut) + " (bytes " + std::to_string(head->size()) +
-                     ".." + std::to_string(size - tail.size()) + " of " + std::to_string(size) +
-                     ") cut; the full log is " + full_log_where;
+  std::string note = "head and tail only: " + util::human_size(cut) + " (bytes " +
+                     std::to_string(head->size()) + ".." + std::to_string(size - tail.size()) +
+                     " of " + std::to_string(size) + ") cut; the full log is " + full_log_where;
   std::string body = *head + "\n#gpualert# ---- " + note + " ----\n" + tail;
   auto gz = gzip(body, budget);
   a.name = "output-head-tail.log.gz";
@@ -297,7 +304,8 @@ std::string content_type_for(std::string_view name) {
   if (ends(".png")) return "image/png";
   if (ends(".jpg") || ends(".jpeg")) return "image/jpeg";
   if (ends(".pdf")) return "application/pdf";
-  for (std::string_view ext : {".txt", ".log", ".csv", ".yaml", ".yml", ".md", ".py", ".cfg", ".toml", ".ini", ".out", ".err"}) {
+  for (std::string_view ext : {".txt", ".log", ".csv", ".yaml", ".yml", ".md", ".py", ".cfg",
+                               ".toml", ".ini", ".out", ".err"}) {
     if (ends(ext)) {
       return "text/plain";
     }

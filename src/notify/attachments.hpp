@@ -20,13 +20,13 @@
 namespace notify {
 
 struct Attachment {
-  std::string name;          // file name in the message
-  std::string path;          // where the original lives
+  std::string name;  // file name in the message
+  std::string path;  // where the original lives
   std::string content_type;
-  uint64_t size = 0;         // bytes attached, or the file's size when not attached
+  uint64_t size = 0;  // bytes attached, or the file's size when not attached
   bool attached = false;
-  std::string note;          // why not attached, or what was cut
-  std::string data;          // the bytes when attached
+  std::string note;  // why not attached, or what was cut
+  std::string data;  // the bytes when attached
 };
 
 // A file a glob matched, before budgeting. `rejected` non-empty: cannot be
@@ -53,7 +53,8 @@ std::optional<std::string> gzip(std::string_view data, uint64_t limit);
 
 // The log as an attachment: whole and gzipped when it fits, else head and
 // tail gzipped with a note naming where the full log lives (full_log_where).
-Attachment log_attachment(const std::string& log_path, uint64_t budget, const std::string& full_log_where);
+Attachment log_attachment(const std::string& log_path, uint64_t budget,
+                          const std::string& full_log_where);
 
 // Expands globs relative to cwd (absolute ones as they are), in order, and
 // classifies each match. `skip_real` holds real paths already attached.

@@ -1,16 +1,18 @@
 #include "notify/attachments.hpp"
 
-#include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <cstdlib>
+#include <fstream>
 
 namespace notify {
 namespace {
 
 TEST(Budget, AttachesInOrderWhileThereIsRoom) {
-  auto plan = plan_budget(100, {{"a", "/w/a", 60, ""}, {"b", "/w/b", 50, ""}, {"c", "/w/c", 40, ""}});
+  auto plan =
+      plan_budget(100, {{"a", "/w/a", 60, ""}, {"b", "/w/b", 50, ""}, {"c", "/w/c", 40, ""}});
   ASSERT_EQ(plan.size(), 3u);
   EXPECT_TRUE(plan[0].attached);
   EXPECT_FALSE(plan[1].attached);
@@ -19,7 +21,8 @@ TEST(Budget, AttachesInOrderWhileThereIsRoom) {
 }
 
 TEST(Budget, RejectedCandidatesKeepTheirReasonWhateverTheBudget) {
-  auto plan = plan_budget(1u << 30, {{"l", "/w/l", 10, "symlink pointing outside the working directory"}});
+  auto plan =
+      plan_budget(1u << 30, {{"l", "/w/l", 10, "symlink pointing outside the working directory"}});
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_FALSE(plan[0].attached);
   EXPECT_EQ(plan[0].note, "symlink pointing outside the working directory");
@@ -59,7 +62,7 @@ TEST(Gzip, RoundTripsAndRespectsTheLimit) {
 }
 
 class Globs : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
     char tmpl[] = "/tmp/gpualert-attach-XXXXXX";
     m_root = mkdtemp(tmpl);
@@ -72,7 +75,9 @@ protected:
     symlink((m_cwd + "/a.json").c_str(), (m_cwd + "/inside-link.json").c_str());
   }
   void TearDown() override { std::system(("rm -rf " + m_root).c_str()); }
-  static void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+  static void write(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+  }
   std::string m_root, m_cwd;
 };
 
@@ -83,7 +88,8 @@ TEST_F(Globs, ExpandsInOrderAndExplainsEveryReject) {
   EXPECT_TRUE(c[0].rejected.empty());
   EXPECT_EQ(c[0].size, 7u);
   EXPECT_EQ(c[1].name, "a.json");
-  EXPECT_NE(c[2].rejected.find("symlink pointing outside the working directory"), std::string::npos);
+  EXPECT_NE(c[2].rejected.find("symlink pointing outside the working directory"),
+            std::string::npos);
   EXPECT_EQ(c[3].rejected, "no file matched");
   EXPECT_NE(c[4].rejected.find("directory"), std::string::npos);
 }
@@ -113,7 +119,8 @@ TEST_F(Globs, LogOverBudgetKeepsHeadAndTailWithANote) {
   ASSERT_TRUE(a.attached) << a.note;
   EXPECT_EQ(a.name, "output-head-tail.log.gz");
   EXPECT_LE(a.size, 16u * 1024);
-  EXPECT_NE(a.note.find("cut; the full log is /runs/x/output.log on node1"), std::string::npos) << a.note;
+  EXPECT_NE(a.note.find("cut; the full log is /runs/x/output.log on node1"), std::string::npos)
+      << a.note;
 }
 
 }  // namespace

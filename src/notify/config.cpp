@@ -1,9 +1,9 @@
 #include "notify/config.hpp"
 
-#include <cstdlib>
 #include <sys/stat.h>
-
 #include <toml++/toml.h>
+
+#include <cstdlib>
 
 #include "util/fd.hpp"
 #include "util/text.hpp"
@@ -32,7 +32,8 @@ std::string where(const std::string& file, const toml::source_region& src) {
 }
 
 // Applies one key of the file to c; errors carry file:line.
-util::Status apply_key(Config& c, const std::string& file, const std::string& key, const toml::node& node) {
+util::Status apply_key(Config& c, const std::string& file, const std::string& key,
+                       const toml::node& node) {
   auto bad = [&](const std::string& why) {
     return util::Status(util::Error{where(file, node.source()) + ": " + key + ": " + why});
   };
@@ -108,9 +109,10 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     }
     return util::ok_status();
   }
-  return bad("unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
-             "smtp_ca_file, from, to, webhook_url, webhook_format, notify, notify_timeout, "
-             "budget, log_dir, state_dir, rules)");
+  return bad(
+      "unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
+      "smtp_ca_file, from, to, webhook_url, webhook_format, notify, notify_timeout, "
+      "budget, log_dir, state_dir, rules)");
 }
 
 util::Status read_file_config(Config& c, const std::string& path) {

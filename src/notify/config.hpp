@@ -17,23 +17,23 @@ namespace notify {
 
 struct Config {
   // Delivery.
-  std::string smtp_url;            // empty: no SMTP
+  std::string smtp_url;  // empty: no SMTP
   std::string smtp_user;
   std::string smtp_password_file;  // the password is read from here at send time
   std::string smtp_password;       // only from the config file (never argv or env)
   std::string smtp_ca_file;        // CA bundle for a private relay
   std::string from;
   std::vector<std::string> to;
-  std::string webhook_url;         // empty: no webhook
+  std::string webhook_url;               // empty: no webhook
   std::string webhook_format = "slack";  // "slack" | "json"
   std::chrono::milliseconds notify_timeout{60000};
-  std::string notify_when = "always";     // always | failure | never
+  std::string notify_when = "always";  // always | failure | never
   uint64_t budget_bytes = 10u << 20;
   // Places.
-  std::string log_dir;             // empty: ./gpualert-logs
-  std::string state_dir;           // outbox and journal; default XDG state dir
-  std::string rules_file;          // extra rules
-  std::string source;              // which file was read, for messages ("" if none)
+  std::string log_dir;     // empty: ./gpualert-logs
+  std::string state_dir;   // outbox and journal; default XDG state dir
+  std::string rules_file;  // extra rules
+  std::string source;      // which file was read, for messages ("" if none)
 };
 
 // file_override: the --config value, empty if not given. Errors name the file
@@ -46,7 +46,8 @@ util::Result<std::string> smtp_password(const Config& c);
 bool has_channel(const Config& c);
 // "a@x, b@y" -> {"a@x", "b@y"}: commas and whitespace separate, empties dropped.
 std::vector<std::string> split_addresses(const std::string& list);
-// The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert, ~/.local/state/gpualert.
+// The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert,
+// ~/.local/state/gpualert.
 std::string state_dir(const Config& c);
 std::string outbox_dir(const Config& c);  // <state_dir>/outbox
 std::string sent_dir(const Config& c);    // <state_dir>/sent

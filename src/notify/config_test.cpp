@@ -1,20 +1,22 @@
 #include "notify/config.hpp"
 
-#include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 namespace notify {
 namespace {
 
 class ConfigTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
     char tmpl[] = "/tmp/gpualert-config-XXXXXX";
     m_root = mkdtemp(tmpl);
-    for (const char* v : {"GPUALERT_SMTP_URL", "GPUALERT_TO", "GPUALERT_CONFIG", "GPUALERT_NOTIFY_TIMEOUT",
-                          "GPUALERT_WEBHOOK_FORMAT", "GPUALERT_STATE_DIR"}) {
+    for (const char* v :
+         {"GPUALERT_SMTP_URL", "GPUALERT_TO", "GPUALERT_CONFIG", "GPUALERT_NOTIFY_TIMEOUT",
+          "GPUALERT_WEBHOOK_FORMAT", "GPUALERT_STATE_DIR"}) {
       unsetenv(v);
     }
     setenv("XDG_CONFIG_HOME", (m_root + "/xdg").c_str(), 1);
@@ -34,8 +36,9 @@ protected:
 };
 
 TEST_F(ConfigTest, ReadsTheFile) {
-  auto c = load_config(file("smtp_url = \"smtps://mail:465\"\nto = [\"a@x\", \"b@y\"]\nnotify_timeout = \"90s\"\n"
-                            "budget = \"1MiB\"\nwebhook_format = \"json\"\n"));
+  auto c = load_config(
+      file("smtp_url = \"smtps://mail:465\"\nto = [\"a@x\", \"b@y\"]\nnotify_timeout = \"90s\"\n"
+           "budget = \"1MiB\"\nwebhook_format = \"json\"\n"));
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->smtp_url, "smtps://mail:465");
   EXPECT_EQ(c->to, (std::vector<std::string>{"a@x", "b@y"}));

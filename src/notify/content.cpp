@@ -10,10 +10,11 @@ namespace notify {
 namespace {
 
 // Environment variables that name the scheduler job or the GPUs the job saw.
-constexpr const char* k_job_id_vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID"};
-constexpr const char* k_gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                      "HIP_VISIBLE_DEVICES", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
-                                      "GPU_DEVICE_ORDINAL"};
+constexpr const char* k_job_id_vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID",
+                                         "FLUX_JOB_ID"};
+constexpr const char* k_gpu_vars[] = {
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+    "SLURM_JOB_GPUS",       "SLURM_STEP_GPUS",        "GPU_DEVICE_ORDINAL"};
 
 struct Fact {
   std::string key, value;
@@ -73,7 +74,8 @@ std::vector<Fact> run_facts(const report::RunReport& r) {
   }
   add("GPUs", gpus.empty() ? std::string("none named in the environment") : gpus);
   add("Run directory", r.run_dir);
-  add("Log", r.log_path + (r.log_bytes ? " (" + util::human_size(r.log_bytes) + " of job output)" : ""));
+  add("Log",
+      r.log_path + (r.log_bytes ? " (" + util::human_size(r.log_bytes) + " of job output)" : ""));
   if (r.log_fallback) {
     add("Log fallback", *r.log_fallback);
   }
@@ -95,16 +97,19 @@ std::string where_label(const EvidenceWindow& w) {
   return w.file + " line " + std::to_string(w.hit);
 }
 
-constexpr const char* k_pre = "font-family:Menlo,Consolas,monospace;font-size:12px;background:#f6f8fa;"
-                              "border:1px solid #d0d7de;padding:8px;white-space:pre-wrap;word-break:break-all;margin:4px 0 12px 0";
+constexpr const char* k_pre =
+    "font-family:Menlo,Consolas,monospace;font-size:12px;background:#f6f8fa;"
+    "border:1px solid #d0d7de;padding:8px;white-space:pre-wrap;word-break:break-all;margin:4px 0 "
+    "12px 0";
 constexpr const char* k_h2 = "font-size:15px;margin:18px 0 6px 0;color:#24292f";
 constexpr const char* k_td = "padding:2px 10px 2px 0;vertical-align:top;font-size:13px";
 
 std::string html_table(const std::vector<Fact>& facts) {
   std::string h = "<table style=\"border-collapse:collapse\">";
   for (const auto& f : facts) {
-    h += "<tr><td style=\"" + std::string(k_td) + ";color:#57606a;white-space:nowrap\">" + html_escape(f.key) +
-         "</td><td style=\"" + k_td + "\">" + html_escape(f.value) + "</td></tr>";
+    h += "<tr><td style=\"" + std::string(k_td) + ";color:#57606a;white-space:nowrap\">" +
+         html_escape(f.key) + "</td><td style=\"" + k_td + "\">" + html_escape(f.value) +
+         "</td></tr>";
   }
   return h + "</table>";
 }
@@ -134,24 +139,26 @@ std::string build_subject(const report::RunReport& r) {
   } else {
     head = "FAILED";
   }
-  return sanitize_header_value("[gpualert] " + head + ": " + name + " on " + host + " (" + ending_phrase(r) + ")",
-                               300);
+  return sanitize_header_value(
+      "[gpualert] " + head + ": " + name + " on " + host + " (" + ending_phrase(r) + ")", 300);
 }
 
-Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std::vector<Attachment>& attachments,
-                    uint64_t budget) {
+Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
+                    const std::vector<Attachment>& attachments, uint64_t budget) {
   std::string t, h;
   const std::string title = one_line(headline(r));
   bool ok = is_success(r);
   t += title + "\n";
   h += "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head>"
-       "<body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
+       "<body style=\"font-family:-apple-system,Segoe "
+       "UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
   h += "<div style=\"font-size:18px;font-weight:bold;padding:8px 12px;color:#fff;background:" +
        std::string(ok ? "#1a7f37" : "#cf222e") + "\">" + html_escape(title) + "</div>";
 
   if (r.verdict) {
     const auto& v = *r.verdict;
-    std::string what = "Verdict: " + v.label + (v.group.empty() || v.group == "-" ? "" : " (" + v.group + ")") +
+    std::string what = "Verdict: " + v.label +
+                       (v.group.empty() || v.group == "-" ? "" : " (" + v.group + ")") +
                        (v.rule.empty() ? "" : ", rule " + v.rule);
     t += what + "\n";
     h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(what) + "</b></p>";
@@ -166,8 +173,8 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std:
     h += "<h2 style=\"" + std::string(k_h2) + "\">Evidence</h2>";
     for (const auto& w : ex.evidence) {
       t += "  " + where_label(w) + ":\n";
-      h += "<div style=\"font-size:13px;color:#57606a\">" + html_escape(where_label(w)) + "</div><pre style=\"" +
-           k_pre + "\">";
+      h += "<div style=\"font-size:13px;color:#57606a\">" + html_escape(where_label(w)) +
+           "</div><pre style=\"" + k_pre + "\">";
       if (w.context.empty()) {
         t += "    " + w.text + "\n";
         h += html_escape(w.text);
@@ -178,7 +185,8 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std:
         bool hit = q.number == w.hit;
         t += std::string(hit ? "  > " : "    ") + num + " | " + q.text + "\n";
         std::string line = std::string(num) + " | " + html_escape(q.text);
-        h += hit ? "<span style=\"background:#ffebe9;font-weight:bold\">" + line + "</span>\n" : line + "\n";
+        h += hit ? "<span style=\"background:#ffebe9;font-weight:bold\">" + line + "</span>\n"
+                 : line + "\n";
       }
       h += "</pre>";
     }
@@ -214,7 +222,8 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std:
 
   std::string tail_title = "Last " + std::to_string(ex.tail.size()) + " lines of the log";
   t += "\n" + tail_title + (ex.tail_cut ? "" : " (all of it)") + "\n";
-  h += "<h2 style=\"" + std::string(k_h2) + "\">" + html_escape(tail_title) + "</h2><pre style=\"" + k_pre + "\">";
+  h += "<h2 style=\"" + std::string(k_h2) + "\">" + html_escape(tail_title) + "</h2><pre style=\"" +
+       k_pre + "\">";
   if (!ex.error.empty()) {
     t += "  (" + ex.error + ")\n";
     h += html_escape("(" + ex.error + ")");
@@ -230,7 +239,8 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std:
   t += "\n" + att_title + "\n";
   h += "<h2 style=\"" + std::string(k_h2) + "\">" + html_escape(att_title) + "</h2>";
   h += "<table style=\"border-collapse:collapse\"><tr><th style=\"" + std::string(k_td) +
-       ";text-align:left\">file</th><th style=\"" + k_td + ";text-align:left\">size</th><th style=\"" + k_td +
+       ";text-align:left\">file</th><th style=\"" + k_td +
+       ";text-align:left\">size</th><th style=\"" + k_td +
        ";text-align:left\">status</th><th style=\"" + k_td + ";text-align:left\">path</th></tr>";
   for (const auto& a : attachments) {
     std::string status = a.attached ? "attached" : "NOT attached";
@@ -238,16 +248,18 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex, const std:
       status += ": " + a.note;
     }
     std::string path = one_line(a.path);
-    t += "  " + one_line(a.name) + "  " + util::human_size(a.size) + "  " + one_line(status) + "\n    " +
-         path + "\n";
-    h += "<tr><td style=\"" + std::string(k_td) + "\">" + html_escape(one_line(a.name)) + "</td><td style=\"" +
-         k_td + ";white-space:nowrap\">" + util::human_size(a.size) + "</td><td style=\"" + k_td +
-         (a.attached ? "" : ";color:#cf222e") + "\">" + html_escape(one_line(status)) + "</td><td style=\"" +
-         k_td + "\">" + html_escape(path) + "</td></tr>";
+    t += "  " + one_line(a.name) + "  " + util::human_size(a.size) + "  " + one_line(status) +
+         "\n    " + path + "\n";
+    h += "<tr><td style=\"" + std::string(k_td) + "\">" + html_escape(one_line(a.name)) +
+         "</td><td style=\"" + k_td + ";white-space:nowrap\">" + util::human_size(a.size) +
+         "</td><td style=\"" + k_td + (a.attached ? "" : ";color:#cf222e") + "\">" +
+         html_escape(one_line(status)) + "</td><td style=\"" + k_td + "\">" + html_escape(path) +
+         "</td></tr>";
   }
   h += "</table>";
 
-  std::string footer = one_line("Full log: " + r.log_path + " on " + r.host + ". Sent by gpualert.");
+  std::string footer =
+      one_line("Full log: " + r.log_path + " on " + r.host + ". Sent by gpualert.");
   t += "\n-- \n" + footer + "\n";
   h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" + html_escape(footer) +
        "</p></body></html>\n";

@@ -7,13 +7,12 @@
 // body text is masked for secrets (log_excerpt) and HTML-escaped.
 #pragma once
 
-#include "notify/policy.hpp"
-
 #include <string>
 #include <vector>
 
 #include "notify/attachments.hpp"
 #include "notify/log_excerpt.hpp"
+#include "notify/policy.hpp"
 #include "report/run_report.hpp"
 
 namespace notify {
@@ -24,7 +23,8 @@ namespace notify {
 std::string ending_phrase(const report::RunReport& r);
 
 // "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)" or
-// "[gpualert] succeeded: ...". Sanitised (one line, no control characters), not yet RFC 2047-encoded.
+// "[gpualert] succeeded: ...". Sanitised (one line, no control characters), not yet RFC
+// 2047-encoded.
 std::string build_subject(const report::RunReport& r);
 
 struct Bodies {

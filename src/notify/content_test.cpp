@@ -21,7 +21,8 @@ report::RunReport failed_run() {
 }
 
 TEST(Subject, FailedRunSaysVerdictFirst) {
-  EXPECT_EQ(build_subject(failed_run()), "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)");
+  EXPECT_EQ(build_subject(failed_run()),
+            "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)");
 }
 
 TEST(Subject, SucceededRunSaysSo) {
@@ -39,7 +40,8 @@ TEST(Subject, SignalDeathNamesTheSignal) {
   r.signal = "SIGKILL";
   r.verdict->label = "host_oom";
   r.duration_s = 45;
-  EXPECT_EQ(build_subject(r), "[gpualert] FAILED host_oom: llama-ft on gpu-node17 (killed by SIGKILL after 45s)");
+  EXPECT_EQ(build_subject(r),
+            "[gpualert] FAILED host_oom: llama-ft on gpu-node17 (killed by SIGKILL after 45s)");
 }
 
 TEST(Subject, WithoutVerdictExitStatusDecides) {
@@ -57,7 +59,9 @@ TEST(Subject, JobNameCannotBreakTheHeaderLine) {
   std::string s = build_subject(r);
   EXPECT_EQ(s.find('\r'), std::string::npos);
   EXPECT_EQ(s.find('\n'), std::string::npos);
-  EXPECT_EQ(s, "[gpualert] FAILED cuda_oom: x Bcc: evil@example.com X-A: 1 on gpu-node17 (exit 1 after 2h13m)");
+  EXPECT_EQ(s,
+            "[gpualert] FAILED cuda_oom: x Bcc: evil@example.com X-A: 1 on gpu-node17 (exit 1 "
+            "after 2h13m)");
 }
 
 TEST(Bodies, HtmlIsEscapedAndSelfContained) {
@@ -76,7 +80,8 @@ TEST(Bodies, HtmlIsEscapedAndSelfContained) {
   EXPECT_EQ(b.html.find("<b>bold"), std::string::npos);
   EXPECT_EQ(b.html.find("src="), std::string::npos);
   EXPECT_EQ(b.html.find("<link"), std::string::npos);
-  EXPECT_NE(b.text.find("model.pt  3.0 GiB  NOT attached: over budget"), std::string::npos) << b.text;
+  EXPECT_NE(b.text.find("model.pt  3.0 GiB  NOT attached: over budget"), std::string::npos)
+      << b.text;
   EXPECT_NE(b.text.find("First action: smaller batch"), std::string::npos);
 }
 

@@ -1,16 +1,16 @@
 #include "notify/deliver.hpp"
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
+#include <curl/curl.h>
 #include <fcntl.h>
-#include <map>
-#include <mutex>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
 
 #include "notify/policy.hpp"
 #include "notify/transport.hpp"
@@ -39,7 +39,8 @@ void reset_signals_in_child() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::string& id, Clock::time_point deadline) {
+EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::string& id,
+                        Clock::time_point deadline) {
   EntryResult r;
   r.id = id;
   auto claimed = outbox.claim(id);
@@ -84,7 +85,8 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
 
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
-    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   }
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
@@ -96,7 +98,8 @@ void ensure_curl_initialised() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox, const std::vector<std::string>& ids,
+std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
+                                     const std::vector<std::string>& ids,
                                      Clock::time_point deadline) {
   ensure_curl_initialised();
   std::vector<EntryResult> out;
@@ -107,7 +110,8 @@ std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
 }
 
 std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& outbox,
-                                          const std::vector<std::string>& ids, milliseconds timeout) {
+                                          const std::vector<std::string>& ids,
+                                          milliseconds timeout) {
   std::vector<EntryResult> out;
   if (ids.empty()) {
     return out;
@@ -128,7 +132,11 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
     rd.reset();
     for (const auto& id : ids) {
       EntryResult r = deliver_one(config, outbox, id, deadline);
-      std::string line = r.id + "\t" + (r.ok ? "ok" : r.skipped ? "skip" : "fail") + "\t" + r.channel + "\t";
+      std::string line = r.id + "\t" +
+                         (r.ok        ? "ok"
+                          : r.skipped ? "skip"
+                                      : "fail") +
+                         "\t" + r.channel + "\t";
       for (char c : r.reason) {
         line += (c == '\n' || c == '\t') ? ' ' : c;
       }
@@ -168,7 +176,8 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
     }
     if (timed_out) {
       ::kill(pid, SIGKILL);
-      failure = "delivery did not finish within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) +
+      failure = "delivery did not finish within " +
+                std::to_string(timeout.count() / 1000.0).substr(0, 5) +
                 " s (notify timeout); stopped";
     }
     int status = 0;

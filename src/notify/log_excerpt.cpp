@@ -1,13 +1,14 @@
 #include "notify/log_excerpt.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <functional>
 #include <map>
 #include <optional>
-#include <sys/stat.h>
 
 #include "notify/text_filters.hpp"
 #include "report/run_dir.hpp"
@@ -27,7 +28,8 @@ std::string quote(std::string_view raw) {
 }
 
 // Calls fn(number, raw_line) for each line of path until fn returns false.
-bool for_each_line(const std::string& path, const std::function<bool(uint64_t, std::string_view)>& fn) {
+bool for_each_line(const std::string& path,
+                   const std::function<bool(uint64_t, std::string_view)>& fn) {
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     return false;
@@ -48,7 +50,8 @@ bool for_each_line(const std::string& path, const std::function<bool(uint64_t, s
           pending.append(chunk);
         } else {
           pending.erase(0, chunk.size() < pending.size() ? chunk.size() : pending.size());
-          pending.append(chunk.substr(chunk.size() > 4 * k_max_line ? chunk.size() - 4 * k_max_line : 0));
+          pending.append(
+              chunk.substr(chunk.size() > 4 * k_max_line ? chunk.size() - 4 * k_max_line : 0));
         }
         break;
       }
@@ -76,7 +79,8 @@ void fill_windows(const std::string& path, std::vector<EvidenceWindow*> windows)
   std::map<uint64_t, std::optional<std::string>> wanted;
   uint64_t last = 0;
   for (auto* w : windows) {
-    for (uint64_t n = w->hit > k_context_lines ? w->hit - k_context_lines : 1; n <= w->hit + k_context_lines; ++n) {
+    for (uint64_t n = w->hit > k_context_lines ? w->hit - k_context_lines : 1;
+         n <= w->hit + k_context_lines; ++n) {
       wanted[n];
     }
     last = std::max(last, w->hit + k_context_lines);
@@ -109,9 +113,11 @@ void fill_windows(const std::string& path, std::vector<EvidenceWindow*> windows)
         continue;
       }
     }
-    for (uint64_t n = w->hit > k_context_lines ? w->hit - k_context_lines : 1; n <= w->hit + k_context_lines; ++n) {
+    for (uint64_t n = w->hit > k_context_lines ? w->hit - k_context_lines : 1;
+         n <= w->hit + k_context_lines; ++n) {
       auto it = wanted.find(n);
-      bool wrapper_line = it != wanted.end() && it->second && it->second->rfind(report::k_marker, 0) == 0;
+      bool wrapper_line =
+          it != wanted.end() && it->second && it->second->rfind(report::k_marker, 0) == 0;
       if (it != wanted.end() && it->second && (n == w->hit || !wrapper_line)) {
         w->context.push_back({n, *it->second});
       }
@@ -172,7 +178,9 @@ LogExcerpt read_excerpt(const std::string& log_path, const std::string& kernel_p
   }
   struct stat st {};
   ::fstat(fd.get(), &st);
-  off_t start = st.st_size > static_cast<off_t>(k_tail_window) ? st.st_size - static_cast<off_t>(k_tail_window) : 0;
+  off_t start = st.st_size > static_cast<off_t>(k_tail_window)
+                    ? st.st_size - static_cast<off_t>(k_tail_window)
+                    : 0;
   std::string raw(static_cast<size_t>(st.st_size - start), '\0');
   ssize_t n = ::pread(fd.get(), raw.data(), raw.size(), start);
   raw.resize(n > 0 ? static_cast<size_t>(n) : 0);

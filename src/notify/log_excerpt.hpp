@@ -21,10 +21,10 @@ struct QuotedLine {
 };
 
 struct EvidenceWindow {
-  std::string source;        // "log", "kernel", ...
-  std::string file;          // "output.log", "kernel.log", or "" for facts
-  uint64_t hit = 0;          // the evidence line number (0: not from a file)
-  std::string text;          // the evidence text (cleaned, masked)
+  std::string source;               // "log", "kernel", ...
+  std::string file;                 // "output.log", "kernel.log", or "" for facts
+  uint64_t hit = 0;                 // the evidence line number (0: not from a file)
+  std::string text;                 // the evidence text (cleaned, masked)
   std::vector<QuotedLine> context;  // hit-k .. hit+k when the file could be read
 };
 

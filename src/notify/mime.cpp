@@ -1,17 +1,17 @@
 #include "notify/mime.hpp"
 
+#include <curl/curl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <ctime>
 #include <memory>
 #include <random>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <thread>
-#include <unistd.h>
-
-#include <curl/curl.h>
 
 #include "notify/text_filters.hpp"
 #include "util/fd.hpp"
@@ -49,7 +49,8 @@ void capture_peer(int fd, std::string* message) {
           in_data = false;
           say("250 OK\r\n");
         } else {
-          message->append(line.size() > 0 && line[0] == '.' ? line.substr(1) : line);  // undo dot-stuffing
+          message->append(line.size() > 0 && line[0] == '.' ? line.substr(1)
+                                                            : line);  // undo dot-stuffing
           message->append("\r\n");
         }
       } else if (line.rfind("QUIT", 0) == 0) {
@@ -136,15 +137,17 @@ std::string rfc5322_date() {
                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   char zone[16];
   std::strftime(zone, sizeof zone, "%z", &tm);
-  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d %s", k_days[tm.tm_wday], tm.tm_mday,
-                k_months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, zone);
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d %s", k_days[tm.tm_wday],
+                tm.tm_mday, k_months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                tm.tm_sec, zone);
   return buf;
 }
 
 std::string new_message_id() {
   std::random_device rd;
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%lld.%d.%08x", static_cast<long long>(std::time(nullptr)), ::getpid(), rd());
+  std::snprintf(buf, sizeof buf, "%lld.%d.%08x", static_cast<long long>(std::time(nullptr)),
+                ::getpid(), rd());
   return std::string(buf) + "@" + util::safe_file_component(util::hostname(), 64);
 }
 
@@ -169,7 +172,8 @@ util::Result<std::string> render_message(const MailParts& parts) {
   part = curl_mime_addpart(mime.get());
   curl_mime_subparts(part, alt);  // the part owns alt from here on
   curl_mime_type(part, "multipart/alternative");
-  std::unique_ptr<curl_slist, SlistDeleter> inline_hdr(curl_slist_append(nullptr, "Content-Disposition: inline"));
+  std::unique_ptr<curl_slist, SlistDeleter> inline_hdr(
+      curl_slist_append(nullptr, "Content-Disposition: inline"));
   curl_mime_headers(part, inline_hdr.release(), 1);
 
   for (const auto& a : parts.attachments) {
@@ -179,7 +183,8 @@ util::Result<std::string> render_message(const MailParts& parts) {
     part = curl_mime_addpart(mime.get());
     curl_mime_data(part, a.data.data(), a.data.size());
     curl_mime_filename(part, util::safe_file_component(a.name, 100).c_str());
-    curl_mime_type(part, a.content_type.empty() ? "application/octet-stream" : a.content_type.c_str());
+    curl_mime_type(part,
+                   a.content_type.empty() ? "application/octet-stream" : a.content_type.c_str());
     curl_mime_encoder(part, "base64");
   }
 
@@ -238,7 +243,8 @@ util::Result<std::string> render_message(const MailParts& parts) {
     ::close(conn);
   }
   if (rc != CURLE_OK) {
-    return util::Error{std::string("rendering the message: ") + (err[0] ? err : curl_easy_strerror(rc))};
+    return util::Error{std::string("rendering the message: ") +
+                       (err[0] ? err : curl_easy_strerror(rc))};
   }
   return message;
 }

@@ -28,8 +28,8 @@ struct MailParts {
   std::vector<std::string> to;  // empty: "To: undisclosed-recipients:;"
   std::string subject;          // plain UTF-8; sanitised and encoded here
   std::string text, html;
-  std::vector<Attachment> attachments;  // only those with attached == true are included
-  std::string message_id;       // without angle brackets; generated when empty
+  std::vector<Attachment> attachments;     // only those with attached == true are included
+  std::string message_id;                  // without angle brackets; generated when empty
   std::vector<std::string> extra_headers;  // "X-Gpualert-Run: ..." (sanitised here)
 };
 

@@ -28,7 +28,8 @@ TEST(Mime, RendersMixedAlternativeAndAttachmentsThroughLibcurl) {
   std::string headers = s.substr(0, s.find("\r\n\r\n"));
   EXPECT_NE(headers.find("Content-Type: multipart/mixed; boundary="), std::string::npos);
   EXPECT_NE(headers.find("To: a@example.com, b@example.com"), std::string::npos);
-  EXPECT_NE(headers.find("Subject: =?UTF-8?Q?caf=C3=A9_run_Bcc=3A_evil=40x?="), std::string::npos) << headers;
+  EXPECT_NE(headers.find("Subject: =?UTF-8?Q?caf=C3=A9_run_Bcc=3A_evil=40x?="), std::string::npos)
+      << headers;
   EXPECT_EQ(headers.find("\r\nBcc:"), std::string::npos);
   EXPECT_NE(headers.find("Message-ID: <"), std::string::npos);
   EXPECT_NE(headers.find("Date: "), std::string::npos);

@@ -23,7 +23,8 @@ std::string slack_payload(const report::RunReport& r, const std::string& subject
     std::string ev;
     for (size_t i = 0; i < r.verdict->evidence.size() && i < 5; ++i) {
       const auto& e = r.verdict->evidence[i];
-      ev += (e.line ? std::to_string(e.line) + ": " : "") + mask_secrets(clean_log_line(e.text)) + "\n";
+      ev += (e.line ? std::to_string(e.line) + ": " : "") + mask_secrets(clean_log_line(e.text)) +
+            "\n";
     }
     if (!ev.empty()) {
       text += "```" + ev + "```\n";
@@ -49,7 +50,8 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   LogExcerpt ex = read_excerpt(log_path, kernel_path, r.verdict ? r.verdict->evidence : k_none);
   std::string cwd = r.cwd.empty() ? rn.run_dir : r.cwd;
   std::string host = r.host.empty() ? util::hostname() : r.host;
-  auto attachments = gather_attachments(log_path, cwd, rn.attach, rn.budget_bytes, log_path + " on " + host);
+  auto attachments =
+      gather_attachments(log_path, cwd, rn.attach, rn.budget_bytes, log_path + " on " + host);
   for (const auto& a : attachments) {
     if (!a.attached) {
       n.unattached.push_back(a.name + ": " + a.note);

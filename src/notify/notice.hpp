@@ -20,8 +20,8 @@ namespace notify {
 struct Notice {
   report::RunReport report;
   std::string subject;
-  std::string message;          // complete RFC 5322 message
-  std::string webhook_payload;  // per config.webhook_format
+  std::string message;                  // complete RFC 5322 message
+  std::string webhook_payload;          // per config.webhook_format
   std::vector<std::string> unattached;  // "name: reason" for the wrapper's end line
 };
 

@@ -25,16 +25,16 @@
 namespace notify {
 
 struct Outcome {
-  bool delivered = false;      // every configured channel accepted it
-  bool queued = false;         // (some of) it is in the outbox
-  std::string where;           // "smtp://...", "webhook", or the outbox path
-  std::string detail;          // reason of a failure, or how to configure delivery
+  bool delivered = false;  // every configured channel accepted it
+  bool queued = false;     // (some of) it is in the outbox
+  std::string where;       // "smtp://...", "webhook", or the outbox path
+  std::string detail;      // reason of a failure, or how to configure delivery
 };
 
 struct RunNotice {
-  std::string run_dir;                 // directory holding report.json and output.log
-  std::vector<std::string> attach;     // --attach globs, relative to the job's cwd
-  uint64_t budget_bytes = 10u << 20;   // --budget
+  std::string run_dir;                // directory holding report.json and output.log
+  std::vector<std::string> attach;    // --attach globs, relative to the job's cwd
+  uint64_t budget_bytes = 10u << 20;  // --budget
 };
 
 Outcome notify_run(const RunNotice& notice, const Config& config);

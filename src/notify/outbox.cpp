@@ -1,16 +1,16 @@
 #include "notify/outbox.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
-#include <dirent.h>
-#include <fcntl.h>
-#include <random>
-#include <sys/file.h>
-#include <sys/stat.h>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "util/text.hpp"
 
@@ -21,9 +21,15 @@ namespace {
 using nlohmann::json;
 
 json to_json(const EntryMeta& m) {
-  return {{"id", m.id},           {"channel", m.channel},     {"format", m.format},
-          {"to", m.to},           {"subject", m.subject},     {"run_dir", m.run_dir},
-          {"created", m.created}, {"attempts", m.attempts},   {"last_attempt", m.last_attempt},
+  return {{"id", m.id},
+          {"channel", m.channel},
+          {"format", m.format},
+          {"to", m.to},
+          {"subject", m.subject},
+          {"run_dir", m.run_dir},
+          {"created", m.created},
+          {"attempts", m.attempts},
+          {"last_attempt", m.last_attempt},
           {"last_error", m.last_error}};
 }
 
@@ -65,7 +71,8 @@ util::Status write_synced(const std::string& path, std::string_view data) {
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void prune_sent(const std::string& sent) {
@@ -91,11 +98,16 @@ void prune_sent(const std::string& sent) {
 
 }  // namespace
 
-std::string payload_extension(const std::string& channel) { return channel == "webhook" ? ".json" : ".eml"; }
+std::string payload_extension(const std::string& channel) {
+  return channel == "webhook" ? ".json" : ".eml";
+}
 
-Outbox::Outbox(std::string dir, std::string sent) : m_dir(std::move(dir)), m_sent(std::move(sent)) {}
+Outbox::Outbox(std::string dir, std::string sent)
+    : m_dir(std::move(dir)), m_sent(std::move(sent)) {}
 
-std::string Outbox::meta_path(const std::string& id) const { return m_dir + "/new/" + id + ".meta"; }
+std::string Outbox::meta_path(const std::string& id) const {
+  return m_dir + "/new/" + id + ".meta";
+}
 
 std::string Outbox::payload_path(const EntryMeta& meta) const {
   return m_dir + "/new/" + meta.id + payload_extension(meta.channel);
@@ -207,9 +219,10 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
     return util::errno_error("flock " + path);
   }
   // Whoever held the lock before us may have delivered it: the entry must still be there.
-  struct stat held {}, now {};
-  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0 || held.st_ino != now.st_ino ||
-      ::access(meta_path(id).c_str(), F_OK) != 0) {
+  struct stat held {
+  }, now{};
+  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0 ||
+      held.st_ino != now.st_ino || ::access(meta_path(id).c_str(), F_OK) != 0) {
     return ClaimedEntry{};
   }
   // Re-read the sidecar now that we hold the lock (attempts may have changed).
@@ -228,7 +241,9 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
   return ClaimedEntry(std::move(meta), std::move(fd));
 }
 
-util::Result<std::string> Outbox::payload(const EntryMeta& meta) const { return util::read_file(payload_path(meta)); }
+util::Result<std::string> Outbox::payload(const EntryMeta& meta) const {
+  return util::read_file(payload_path(meta));
+}
 
 util::Status Outbox::write_meta(const EntryMeta& meta) const {
   return util::write_file_atomic(meta_path(meta.id), to_json(meta).dump(2) + "\n", 0600);
@@ -249,7 +264,8 @@ util::Status Outbox::mark_sent(ClaimedEntry& entry) const {
     return util::errno_error("unlink " + meta_path(m.id));
   }
   std::string from = payload_path(m);
-  if (util::make_dirs(m_sent, 0700) && ::rename(from.c_str(), (m_sent + "/" + m.id + payload_extension(m.channel)).c_str()) == 0) {
+  if (util::make_dirs(m_sent, 0700) &&
+      ::rename(from.c_str(), (m_sent + "/" + m.id + payload_extension(m.channel)).c_str()) == 0) {
     prune_sent(m_sent);
   } else {
     ::unlink(from.c_str());

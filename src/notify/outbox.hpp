@@ -34,7 +34,7 @@ struct EntryMeta {
   std::vector<std::string> to;  // smtp: recipients at queue time (empty: use the config's at flush)
   std::string subject;
   std::string run_dir;
-  std::string created;          // ISO 8601
+  std::string created;  // ISO 8601
   int attempts = 0;
   std::string last_attempt;
   std::string last_error;
@@ -42,14 +42,15 @@ struct EntryMeta {
 
 // An entry held for delivery by this process (flock on its payload).
 class ClaimedEntry {
-public:
+ public:
   ClaimedEntry() = default;
-  ClaimedEntry(EntryMeta meta, util::UniqueFd lock) : m_meta(std::move(meta)), m_lock(std::move(lock)) {}
+  ClaimedEntry(EntryMeta meta, util::UniqueFd lock)
+      : m_meta(std::move(meta)), m_lock(std::move(lock)) {}
   bool valid() const { return m_lock.valid(); }
   EntryMeta& meta() { return m_meta; }
   const EntryMeta& meta() const { return m_meta; }
 
-private:
+ private:
   EntryMeta m_meta;
   util::UniqueFd m_lock;
 };
@@ -57,7 +58,7 @@ private:
 inline constexpr size_t k_sent_keep = 50;
 
 class Outbox {
-public:
+ public:
   // dir: <state_dir>/outbox; sent: <state_dir>/sent.
   Outbox(std::string dir, std::string sent);
 
@@ -77,7 +78,7 @@ public:
   std::string payload_path(const EntryMeta& meta) const;
   const std::string& dir() const { return m_dir; }
 
-private:
+ private:
   std::string meta_path(const std::string& id) const;
   util::Status write_meta(const EntryMeta& meta) const;
   std::string m_dir, m_sent;

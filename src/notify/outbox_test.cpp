@@ -1,10 +1,11 @@
 #include "notify/outbox.hpp"
 
-#include <cstdlib>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "notify/deliver.hpp"
 #include "util/fd.hpp"
@@ -13,7 +14,7 @@ namespace notify {
 namespace {
 
 class OutboxTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
     char tmpl[] = "/tmp/gpualert-outbox-XXXXXX";
     m_root = mkdtemp(tmpl);
@@ -101,7 +102,8 @@ TEST_F(OutboxTest, IsolatedDeliveryToARefusedPortKeepsTheEntryWithTheReason) {
 }
 
 TEST_F(OutboxTest, IsolatedDeliveryIsKilledAtTheDeadline) {
-  // Listens, never accepts nor answers: the kernel completes the handshake, curl waits for a greeting.
+  // Listens, never accepts nor answers: the kernel completes the handshake, curl waits for a
+  // greeting.
   int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

@@ -1,12 +1,12 @@
 #include "notify/text_filters.hpp"
 
-#include "util/text.hpp"
-
 #include <re2/re2.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+
+#include "util/text.hpp"
 
 namespace notify {
 
@@ -116,8 +116,9 @@ std::string mask_secrets(std::string_view line) {
   static const RE2 k_flag(
       R"((--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key)(=|\s+)["']?)([^\s"',;-][^\s"',;]*))",
       k_options);
-  static const RE2 k_auth(R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
-                          k_options);
+  static const RE2 k_auth(
+      R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
+      k_options);
   static const RE2 k_bearer(R"((\bbearer\s+)([A-Za-z0-9._~+/=-]{8,}))", k_options);
   static const RE2 k_url_creds(R"((://[^/\s:@]+:)([^/\s@]+)(@))", k_options);
   // Token shapes are case-sensitive (AKIA..., hf_...).
@@ -139,12 +140,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size() + text.size() / 8);
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -37,18 +37,24 @@ TEST(TextFilters, MasksObviousSecrets) {
   EXPECT_EQ(mask_secrets("HF_TOKEN=hf_abc123"), "HF_TOKEN=********");
   EXPECT_EQ(mask_secrets("export WANDB_API_KEY=0123456789abcdef"), "export WANDB_API_KEY=********");
   EXPECT_EQ(mask_secrets("password: hunter2"), "password: ********");
-  EXPECT_EQ(mask_secrets("{\"api_key\": \"s3cr3t\", \"lr\": 0.1}"), "{\"api_key\": \"********\", \"lr\": 0.1}");
+  EXPECT_EQ(mask_secrets("{\"api_key\": \"s3cr3t\", \"lr\": 0.1}"),
+            "{\"api_key\": \"********\", \"lr\": 0.1}");
   EXPECT_EQ(mask_secrets("Authorization: Bearer abc.def.ghi"), "Authorization: Bearer ********");
-  EXPECT_EQ(mask_secrets("curl -H 'Authorization: token ghx'"), "curl -H 'Authorization: token ********'");
-  EXPECT_EQ(mask_secrets("python train.py --hf-token abcdef --lr 3e-4"), "python train.py --hf-token ******** --lr 3e-4");
-  EXPECT_EQ(mask_secrets("git clone https://user:pa55@host/repo"), "git clone https://user:********@host/repo");
-  EXPECT_EQ(mask_secrets("found ghp_0123456789abcdefghijABCDEFGHIJ in env"), "found ******** in env");
+  EXPECT_EQ(mask_secrets("curl -H 'Authorization: token ghx'"),
+            "curl -H 'Authorization: token ********'");
+  EXPECT_EQ(mask_secrets("python train.py --hf-token abcdef --lr 3e-4"),
+            "python train.py --hf-token ******** --lr 3e-4");
+  EXPECT_EQ(mask_secrets("git clone https://user:pa55@host/repo"),
+            "git clone https://user:********@host/repo");
+  EXPECT_EQ(mask_secrets("found ghp_0123456789abcdefghijABCDEFGHIJ in env"),
+            "found ******** in env");
   EXPECT_EQ(mask_secrets("AWS AKIAABCDEFGHIJKLMNOP"), "AWS ********");
 }
 
 TEST(TextFilters, LeavesOrdinaryTrainingLinesAlone) {
-  for (const char* line : {"max_tokens: 2048", "tokenizer: loaded", "num_tokens=512 tokens/s=1234.5",
-                           "step 10 loss 2.31 lr 3e-4", "Skipping key 'password' check"}) {
+  for (const char* line :
+       {"max_tokens: 2048", "tokenizer: loaded", "num_tokens=512 tokens/s=1234.5",
+        "step 10 loss 2.31 lr 3e-4", "Skipping key 'password' check"}) {
     EXPECT_EQ(mask_secrets(line), line);
   }
 }
@@ -74,15 +80,19 @@ TEST(TextFilters, Rfc2047LeavesAsciiAlone) {
 TEST(TextFilters, Rfc2047EncodesNonAsciiInWholeCharacterWords) {
   std::string enc = rfc2047_encode("mod\xC3\xA8le on n\xC5\x93ud");
   EXPECT_EQ(enc, "=?UTF-8?Q?mod=C3=A8le_on_n=C5=93ud?=");
-  std::string longer = rfc2047_encode("[gpualert] FAILED cuda_oom: \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E-training-job-with-a-long-name on host");
+  std::string longer = rfc2047_encode(
+      "[gpualert] FAILED cuda_oom: "
+      "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E-training-job-with-a-long-name on host");
   size_t start = 0;
   while (start < longer.size()) {
     size_t end = longer.find("\r\n ", start);
-    std::string word = longer.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string word =
+        longer.substr(start, end == std::string::npos ? std::string::npos : end - start);
     EXPECT_LE(word.size(), 75u) << word;
     EXPECT_EQ(word.rfind("=?UTF-8?Q?", 0), 0u) << word;
     EXPECT_EQ(word.substr(word.size() - 2), "?=");
-    // No word ends inside a UTF-8 sequence: the byte after the last =XX of a lead byte is in the same word.
+    // No word ends inside a UTF-8 sequence: the byte after the last =XX of a lead byte is in the
+    // same word.
     EXPECT_EQ(word.find("=E6?="), std::string::npos);
     start = end == std::string::npos ? longer.size() : end + 3;
   }

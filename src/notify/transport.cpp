@@ -1,10 +1,10 @@
 #include "notify/transport.hpp"
 
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
-
-#include <curl/curl.h>
 
 #include "notify/text_filters.hpp"
 #include "util/text.hpp"
@@ -88,7 +88,8 @@ bool plausible_smtp_url(const std::string& url) {
   return url.rfind("smtp://", 0) == 0 || url.rfind("smtps://", 0) == 0;
 }
 
-void common_options(CURL* c, std::chrono::milliseconds timeout, char* err, std::string* last_reply) {
+void common_options(CURL* c, std::chrono::milliseconds timeout, char* err,
+                    std::string* last_reply) {
   long total = std::max<long>(1, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
@@ -96,7 +97,8 @@ void common_options(CURL* c, std::chrono::milliseconds timeout, char* err, std::
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
   curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, trace);
   curl_easy_setopt(c, CURLOPT_DEBUGDATA, last_reply);
-  curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);  // needed for the trace callback; it prints nothing itself
+  curl_easy_setopt(c, CURLOPT_VERBOSE,
+                   1L);  // needed for the trace callback; it prints nothing itself
 }
 
 SendResult finish(CURL* c, CURLcode rc, const char* err, const std::string& last_reply) {
@@ -122,7 +124,8 @@ std::string redact_url(const std::string& url) {
   auto scheme = url.find("://");
   auto at = url.find('@');
   auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme != std::string::npos && at != std::string::npos && (slash == std::string::npos || at < slash)) {
+  if (scheme != std::string::npos && at != std::string::npos &&
+      (slash == std::string::npos || at < slash)) {
     return url.substr(0, scheme + 3) + url.substr(at + 1);
   }
   return url;
@@ -137,8 +140,8 @@ std::string bare_address(const std::string& addr) {
   return addr;
 }
 
-SendResult smtp_send(const Config& config, const std::vector<std::string>& to, std::string_view message,
-                     std::chrono::milliseconds timeout) {
+SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
+                     std::string_view message, std::chrono::milliseconds timeout) {
   SendResult bad;
   bad.stage = "config";
   if (config.smtp_url.empty()) {
@@ -200,7 +203,8 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to, s
   return finish(c, rc, err, last_reply);
 }
 
-SendResult webhook_post(const Config& config, std::string_view json, std::chrono::milliseconds timeout) {
+SendResult webhook_post(const Config& config, std::string_view json,
+                        std::chrono::milliseconds timeout) {
   SendResult bad;
   bad.stage = "config";
   if (config.webhook_url.empty()) {
@@ -221,7 +225,8 @@ SendResult webhook_post(const Config& config, std::string_view json, std::chrono
   if (!config.smtp_ca_file.empty()) {
     curl_easy_setopt(c, CURLOPT_CAINFO, config.smtp_ca_file.c_str());
   }
-  std::unique_ptr<curl_slist, SlistDeleter> hdrs(curl_slist_append(nullptr, "Content-Type: application/json"));
+  std::unique_ptr<curl_slist, SlistDeleter> hdrs(
+      curl_slist_append(nullptr, "Content-Type: application/json"));
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs.get());
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, json.data());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json.size()));

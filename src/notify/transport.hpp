@@ -18,9 +18,9 @@ namespace notify {
 
 struct SendResult {
   bool ok = false;
-  std::string stage;    // "DNS", "connect", "TLS", "AUTH", "server", "timeout", "config", "HTTP"
-  std::string detail;   // one line: what failed and why, with the server's reply when there was one
-  long response = 0;    // last SMTP/HTTP response code
+  std::string stage;   // "DNS", "connect", "TLS", "AUTH", "server", "timeout", "config", "HTTP"
+  std::string detail;  // one line: what failed and why, with the server's reply when there was one
+  long response = 0;   // last SMTP/HTTP response code
   int curl_code = 0;
 
   std::string describe() const { return ok ? "ok" : stage + ": " + detail; }
@@ -29,11 +29,12 @@ struct SendResult {
 // Uploads an RFC 5322 message unchanged to config.smtp_url for `to`.
 // smtp:// uses STARTTLS when the server offers it (required when a password is
 // configured: a password never travels in clear); smtps:// is TLS from the start.
-SendResult smtp_send(const Config& config, const std::vector<std::string>& to, std::string_view message,
-                     std::chrono::milliseconds timeout);
+SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
+                     std::string_view message, std::chrono::milliseconds timeout);
 
 // POSTs a JSON payload to config.webhook_url; any 2xx is success.
-SendResult webhook_post(const Config& config, std::string_view json, std::chrono::milliseconds timeout);
+SendResult webhook_post(const Config& config, std::string_view json,
+                        std::chrono::milliseconds timeout);
 
 // The URL without user info, for messages.
 std::string redact_url(const std::string& url);

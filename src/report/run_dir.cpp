@@ -1,9 +1,10 @@
 #include "report/run_dir.hpp"
 
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "util/text.hpp"
 
@@ -12,19 +13,31 @@ namespace report {
 namespace {
 
 bool is_relevant(std::string_view key) {
-  static constexpr std::string_view k_exact[] = {
-      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-      "HIP_VISIBLE_DEVICES",  "CUDA_LAUNCH_BLOCKING",   "RANK",
-      "LOCAL_RANK",           "WORLD_SIZE",             "MASTER_ADDR",
-      "MASTER_PORT",          "NODE_RANK",              "PYTORCH_CUDA_ALLOC_CONF",
-      "LSB_JOBID",            "LSB_JOBNAME",            "PBS_JOBID",
-      "PBS_JOBNAME",          "KUBERNETES_SERVICE_HOST", "HOSTNAME"};
+  static constexpr std::string_view k_exact[] = {"CUDA_VISIBLE_DEVICES",
+                                                 "NVIDIA_VISIBLE_DEVICES",
+                                                 "ROCR_VISIBLE_DEVICES",
+                                                 "HIP_VISIBLE_DEVICES",
+                                                 "CUDA_LAUNCH_BLOCKING",
+                                                 "RANK",
+                                                 "LOCAL_RANK",
+                                                 "WORLD_SIZE",
+                                                 "MASTER_ADDR",
+                                                 "MASTER_PORT",
+                                                 "NODE_RANK",
+                                                 "PYTORCH_CUDA_ALLOC_CONF",
+                                                 "LSB_JOBID",
+                                                 "LSB_JOBNAME",
+                                                 "PBS_JOBID",
+                                                 "PBS_JOBNAME",
+                                                 "KUBERNETES_SERVICE_HOST",
+                                                 "HOSTNAME"};
   for (auto k : k_exact) {
     if (key == k) {
       return true;
     }
   }
-  static constexpr std::string_view k_prefixes[] = {"SLURM_JOB_", "SLURM_STEP_", "NCCL_", "SLURM_ARRAY_"};
+  static constexpr std::string_view k_prefixes[] = {"SLURM_JOB_", "SLURM_STEP_", "NCCL_",
+                                                    "SLURM_ARRAY_"};
   for (auto p : k_prefixes) {
     if (key.substr(0, p.size()) == p) {
       return true;
@@ -110,7 +123,8 @@ std::map<std::string, std::string> relevant_environment(char** envp) {
 std::string format_header(const HeaderFacts& h) {
   std::string m(k_marker);
   std::string out;
-  out += m + "gpualert run log (lines starting with '#gpualert# ' are the wrapper's, not the job's)\n";
+  out +=
+      m + "gpualert run log (lines starting with '#gpualert# ' are the wrapper's, not the job's)\n";
   out += m + "name: " + util::printable_line(h.name) + "\n";
   out += m + "command: " + util::shell_join(h.argv) + "\n";
   out += m + "cwd: " + util::shell_quote(h.cwd) + "\n";
@@ -132,8 +146,8 @@ util::Result<RunDir> create_run_dir(const RunDirRequest& req, const HeaderFacts&
   if (first) {
     return first;
   }
-  std::string reason = "log directory " + util::shell_quote(req.log_dir) +
-                       " is not usable (" + first.error() + ")";
+  std::string reason =
+      "log directory " + util::shell_quote(req.log_dir) + " is not usable (" + first.error() + ")";
   std::string errors = first.error();
   for (const auto& base : req.fallback_bases) {
     auto r = try_base(base, leaf, text);

@@ -32,15 +32,15 @@ struct HeaderFacts {
 };
 
 struct RunDir {
-  std::string path;      // absolute
-  std::string log_path;  // path/output.log
-  util::UniqueFd log_fd; // open for writing, positioned after the header
+  std::string path;       // absolute
+  std::string log_path;   // path/output.log
+  util::UniqueFd log_fd;  // open for writing, positioned after the header
   uint64_t header_bytes = 0;
   std::optional<std::string> fallback_reason;
 };
 
 struct RunDirRequest {
-  std::string log_dir;                   // where the user asked for it
+  std::string log_dir;                      // where the user asked for it
   std::vector<std::string> fallback_bases;  // tried in order when log_dir fails
   std::string name, host;
   std::time_t start = 0;

@@ -13,7 +13,7 @@ json verdict_json(const classify::Verdict& v) {
   for (const auto& e : v.evidence) {
     ev.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
   }
-  return {{"label", v.label}, {"rule", v.rule}, {"group", v.group},
+  return {{"label", v.label},   {"rule", v.rule}, {"group", v.group},
           {"action", v.action}, {"evidence", ev}, {"fields", v.fields}};
 }
 

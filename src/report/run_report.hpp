@@ -5,11 +5,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "classify/verdict.hpp"
 #include "util/result.hpp"
@@ -17,21 +16,21 @@
 namespace report {
 
 struct RunReport {
-  std::string name;                  // job name (--name or the command's basename)
-  std::vector<std::string> argv;     // the command as given
-  std::string command;               // argv quoted so it can be pasted into a shell
+  std::string name;               // job name (--name or the command's basename)
+  std::vector<std::string> argv;  // the command as given
+  std::string command;            // argv quoted so it can be pasted into a shell
   std::string cwd, host, user;
-  std::string started, ended;        // ISO 8601 with UTC offset
+  std::string started, ended;  // ISO 8601 with UTC offset
   double duration_s = 0;
-  std::optional<int> exit_code;      // set when the job exited normally
-  std::optional<std::string> signal; // "SIGKILL" when the job died of a signal
+  std::optional<int> exit_code;       // set when the job exited normally
+  std::optional<std::string> signal;  // "SIGKILL" when the job died of a signal
   bool core_dumped = false;
-  bool wrapper_timeout = false;      // our own --timeout ended the job
-  std::string run_dir;               // absolute path of the run directory
-  std::string log_path;              // absolute path of output.log
-  uint64_t log_bytes = 0;            // bytes of job output captured
-  std::optional<std::string> log_fallback;  // why the run dir is not where it was asked to be
-  std::map<std::string, std::string> env;   // GPU/scheduler-relevant environment at start
+  bool wrapper_timeout = false;                // our own --timeout ended the job
+  std::string run_dir;                         // absolute path of the run directory
+  std::string log_path;                        // absolute path of output.log
+  uint64_t log_bytes = 0;                      // bytes of job output captured
+  std::optional<std::string> log_fallback;     // why the run dir is not where it was asked to be
+  std::map<std::string, std::string> env;      // GPU/scheduler-relevant environment at start
   std::map<std::string, std::string> sources;  // evidence source -> "read" / why not
   std::optional<classify::Verdict> verdict;    // absent until a classifier decided
   std::vector<std::string> warnings;           // things the wrapper wants the reader to know

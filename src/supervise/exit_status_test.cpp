@@ -1,9 +1,10 @@
 #include "supervise/exit_status.hpp"
 
-#include <csignal>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 namespace {
 

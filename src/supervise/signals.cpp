@@ -1,9 +1,10 @@
 #include "supervise/signals.hpp"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace supervise {
 
@@ -41,9 +42,13 @@ util::Result<SignalIntake> SignalIntake::open() {
 }
 
 SignalIntake::SignalIntake(SignalIntake&& other) noexcept
-    : m_fd(std::move(other.m_fd)), m_blocked(other.m_blocked), m_old_mask(other.m_old_mask),
-      m_child_defaults(other.m_child_defaults), m_old_pipe(other.m_old_pipe),
-      m_old_chld(other.m_old_chld), m_active(other.m_active) {
+    : m_fd(std::move(other.m_fd)),
+      m_blocked(other.m_blocked),
+      m_old_mask(other.m_old_mask),
+      m_child_defaults(other.m_child_defaults),
+      m_old_pipe(other.m_old_pipe),
+      m_old_chld(other.m_old_chld),
+      m_active(other.m_active) {
   other.m_active = false;
 }
 

@@ -7,8 +7,9 @@
 // are left alone: the job inherits them ignored, as it would without the wrapper.
 #pragma once
 
-#include <csignal>
 #include <sys/signalfd.h>
+
+#include <csignal>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -17,14 +18,14 @@
 namespace supervise {
 
 // Signals forwarded to the job: the ones people, shells and schedulers send.
-inline constexpr int k_forwarded[] = {SIGINT, SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1,
+inline constexpr int k_forwarded[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1,
                                       SIGUSR2, SIGALRM, SIGXCPU, SIGPWR,  SIGCONT};
 
 // Blocks the forwarded signals (those not ignored at start) and SIGCHLD; restores
 // the previous mask on destruction. SIGPIPE is ignored in the wrapper (a closed
 // terminal must not kill the supervisor) and restored too.
 class SignalIntake {
-public:
+ public:
   static util::Result<SignalIntake> open();
   // Moving transfers the duty to restore the old state (only one owner restores it).
   SignalIntake(SignalIntake&& other) noexcept;
@@ -37,7 +38,7 @@ public:
   const sigset_t& previous_mask() const { return m_old_mask; }
   bool handles(int sig) const;
 
-private:
+ private:
   SignalIntake() = default;
   util::UniqueFd m_fd;
   sigset_t m_blocked{};

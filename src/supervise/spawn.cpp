@@ -1,9 +1,10 @@
 #include "supervise/spawn.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <spawn.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace supervise {
 

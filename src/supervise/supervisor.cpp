@@ -1,9 +1,10 @@
 #include "supervise/supervisor.hpp"
 
-#include <cerrno>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "util/assert.hpp"
 #include "util/text.hpp"
@@ -15,7 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 class Loop {
-public:
+ public:
   Loop(pid_t child, const SignalIntake& signals, capture::Tee& tee, const SuperviseOptions& o)
       : m_child(child), m_signals(signals), m_tee(tee), m_opt(o), m_start(Clock::now()) {
     if (o.timeout) {
@@ -32,7 +33,7 @@ public:
     return SuperviseResult{*m_status, m_timed_out, m_events};
   }
 
-private:
+ private:
   void signal_job(int sig) {
     // own_group: the whole job tree (DataLoader workers, launcher ranks);
     // shared_group: our group holds other processes of the user's pipeline too,
@@ -79,7 +80,9 @@ private:
     }
   }
 
-  static double to_s(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000; }
+  static double to_s(std::chrono::milliseconds ms) {
+    return static_cast<double>(ms.count()) / 1000;
+  }
 
   void poll_once(int timeout_ms) {
     std::vector<pollfd> fds;

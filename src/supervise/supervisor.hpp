@@ -8,10 +8,11 @@
 // get a short drain deadline, then are left behind.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "capture/tee.hpp"
@@ -24,8 +25,8 @@ struct SuperviseOptions {
   JobControl mode = JobControl::own_group;
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_after{30000};
-  std::chrono::milliseconds drain_idle{300};   // after exit: stop when pipes are quiet this long
-  std::chrono::milliseconds drain_max{3000};   // ... or after this long in any case
+  std::chrono::milliseconds drain_idle{300};  // after exit: stop when pipes are quiet this long
+  std::chrono::milliseconds drain_max{3000};  // ... or after this long in any case
 };
 
 struct SuperviseResult {

@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define GPUALERT_ASSERT(cond)                                                            \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      std::fprintf(stderr, "gpualert: internal error: %s:%d: assertion '%s' failed\n", \
-                   __FILE__, __LINE__, #cond);                                           \
-      std::abort();                                                                      \
-    }                                                                                    \
+#define GPUALERT_ASSERT(cond)                                                                    \
+  do {                                                                                           \
+    if (!(cond)) {                                                                               \
+      std::fprintf(stderr, "gpualert: internal error: %s:%d: assertion '%s' failed\n", __FILE__, \
+                   __LINE__, #cond);                                                             \
+      std::abort();                                                                              \
+    }                                                                                            \
   } while (0)

@@ -1,9 +1,10 @@
 #include "util/fd.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace util {
 

@@ -1,9 +1,10 @@
 // util/fd.hpp: RAII ownership of a file descriptor and EINTR-safe I/O.
 #pragma once
 
+#include <unistd.h>
+
 #include <string>
 #include <string_view>
-#include <unistd.h>
 
 #include "util/result.hpp"
 
@@ -11,7 +12,7 @@ namespace util {
 
 // Owns one fd; closes it on destruction. Move-only.
 class UniqueFd {
-public:
+ public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : m_fd(fd) {}
   UniqueFd(UniqueFd&& other) noexcept : m_fd(other.release()) {}
@@ -39,7 +40,7 @@ public:
     m_fd = fd;
   }
 
-private:
+ private:
   int m_fd = -1;
 };
 

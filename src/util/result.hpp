@@ -21,7 +21,7 @@ Error errno_error(const std::string& context, int err);
 
 template <typename T>
 class [[nodiscard]] Result {
-public:
+ public:
   Result(T value) : m_v(std::move(value)) {}
   Result(Error error) : m_v(std::move(error)) {}
 
@@ -35,7 +35,7 @@ public:
   const T* operator->() const { return &value(); }
   const std::string& error() const { return std::get<1>(m_v).message; }
 
-private:
+ private:
   std::variant<T, Error> m_v;
 };
 

@@ -1,11 +1,12 @@
-#include <cctype>
 #include "util/text.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <pwd.h>
-#include <unistd.h>
 
 namespace util {
 
@@ -19,8 +20,8 @@ std::string shell_quote(std::string_view word) {
     if (c < 0x20 || c == 0x7f) {
       control = true;
     }
-    if (!(std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '=' ||
-          c == ':' || c == ',' || c == '+' || c == '@' || c == '%' || c >= 0x80)) {
+    if (!(std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '=' || c == ':' ||
+          c == ',' || c == '+' || c == '@' || c == '%' || c >= 0x80)) {
       plain = false;
     }
   }
@@ -41,11 +42,21 @@ std::string shell_quote(std::string_view word) {
   std::string out = "$'";
   for (unsigned char c : word) {
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -80,7 +91,8 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text, bool all
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
     }
     if (i == start) {

@@ -50,7 +50,9 @@ TEST(ShellQuote, QuotesAndControlCharactersStayOneLine) {
 
 TEST(PrintableLine, ReplacesControlsAndInvalidUtf8) {
   EXPECT_EQ(util::printable_line("ok \xc3\xa9"), "ok \xc3\xa9");
-  EXPECT_EQ(util::printable_line("a\nb"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(util::printable_line("a\nb"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(util::printable_line("\xff"), "\xEF\xBF\xBD");
   EXPECT_EQ(util::printable_line("\xc3("), "\xEF\xBF\xBD(");
 }

@@ -54,10 +54,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t chunk = 1 + data[0] % 61;
   classify::ExitInfo exit;
   switch (data[1] % 4) {
-    case 0: exit.exit_code = 0; break;
-    case 1: exit.exit_code = data[1]; break;
-    case 2: exit.signal = 1 + data[1] % 31; break;
-    default: exit.wrapper_timeout = true; exit.signal = 15; break;
+    case 0:
+      exit.exit_code = 0;
+      break;
+    case 1:
+      exit.exit_code = data[1];
+      break;
+    case 2:
+      exit.signal = 1 + data[1] % 31;
+      break;
+    default:
+      exit.wrapper_timeout = true;
+      exit.signal = 15;
+      break;
   }
   std::string_view log(reinterpret_cast<const char*>(data) + 2, size - 2);
   classify::HostEvidence host;
