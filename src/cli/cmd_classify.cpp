@@ -11,6 +11,7 @@
 #include "classify/case_dir.hpp"
 #include "classify/classifier.hpp"
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 
 namespace cli {
 
@@ -78,13 +79,8 @@ int cmd_classify(int argc, char** argv) {
   app.add_flag("--json", json, "print the verdict as JSON");
   app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
   app.add_option("LOGFILE", log_path, "the job's output (output.log)")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return usage_error(e.what());
+  if (auto done = parse_args(app, argc, argv, "classify")) {
+    return *done;
   }
 
   classify::ExitInfo exit;

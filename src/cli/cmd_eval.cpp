@@ -6,6 +6,7 @@
 
 #include "classify/evaluate.hpp"
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 
 namespace cli {
 
@@ -16,14 +17,8 @@ int cmd_eval(int argc, char** argv) {
   app.add_flag("--json", json, "print the scores as JSON");
   app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
   app.add_option("DIR", roots, "corpus roots, searched at any depth")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: %s\n", e.what());
-    return 2;
+  if (auto done = parse_args(app, argc, argv, "eval")) {
+    return *done;
   }
   auto rules = classify::load_rules(rule_files);
   if (!rules) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 #include "notify/notify.hpp"
 #include "util/text.hpp"
 
@@ -24,13 +25,8 @@ int cmd_notify(int argc, char** argv) {
   app.add_flag("--report-outcome", report_outcome)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
       ->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: notify: %s\n", e.what());
-    return 2;
+  if (auto done = parse_args(app, argc, argv, "notify")) {
+    return *done;
   }
   notify::RunNotice notice;
   notice.run_dir = run_dir;

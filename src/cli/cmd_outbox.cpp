@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/outbox.hpp"
@@ -38,13 +39,8 @@ int cmd_outbox(int argc, char** argv) {
       ->check(CLI::IsMember({"list", "flush"}));
   app.add_option("--config", config_file, "configuration file");
   app.add_option("--notify-timeout", timeout, "the most a flush may take (default 60s)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: outbox: %s\n", e.what());
-    return 2;
+  if (auto done = parse_args(app, argc, argv, "outbox")) {
+    return *done;
   }
   auto config = notify::load_config(config_file);
   if (!config) {

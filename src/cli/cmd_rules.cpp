@@ -9,6 +9,7 @@
 #include "classify/ere.hpp"
 #include "classify/rules.hpp"
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 
 namespace cli {
 
@@ -102,14 +103,8 @@ int cmd_rules(int argc, char** argv) {
   patterns->group("");
   patterns->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
   patterns->add_flag("--ere", ere, "as GNU grep -E patterns");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: %s\n", e.what());
-    return 2;
+  if (auto done = parse_args(app, argc, argv, "rules")) {
+    return *done;
   }
   if (*check) {
     return check_files(check_targets);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 #include "cli/run_job.hpp"
 #include "util/text.hpp"
 
@@ -136,16 +137,10 @@ int cmd_run(int argc, char** argv) {
   }
   o.command.assign(argv + command_at, argv + argc);
 
-  try {
-    app.parse(split, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: run: %s\n", e.what());
-    std::fprintf(stderr,
-                 "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)\n");
-    return 2;
+  if (auto done = parse_args(
+          app, split, argv, "run",
+          "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)")) {
+    return *done;
   }
   if (o.command.empty() || o.command[0].empty()) {
     std::fprintf(stderr,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/mime.hpp"
@@ -25,13 +26,8 @@ int cmd_test_notify(int argc, char** argv) {
   app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
   app.add_option("--config", config_file, "configuration file");
   app.add_option("--notify-timeout", timeout, "the most each attempt may take (default 60s)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpualert: error: test-notify: %s\n", e.what());
-    return 2;
+  if (auto done = parse_args(app, argc, argv, "test-notify")) {
+    return *done;
   }
   auto config = notify::load_config(config_file);
   if (!config) {

@@ -111,8 +111,9 @@ class Capture(RunTestCase):
                                  "sh", "-c", job], env=self.env, cwd=self.tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.assertEqual(proc.stdout.readline(), b"line-1\n")
-        wait_for(lambda: self.only_run_dir() and b"ready" in open(
-            os.path.join(self.only_run_dir(), "output.log"), "rb").read())
+        # "\nready\n" as a line of output: the header quotes the command, which says "ready" too.
+        self.assertTrue(wait_for(lambda: self.only_run_dir() and b"\nready\n" in open(
+            os.path.join(self.only_run_dir(), "output.log"), "rb").read()))
         proc.kill()
         proc.wait()
         proc.stdout.close()
