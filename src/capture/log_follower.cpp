@@ -12,11 +12,12 @@
 
 namespace capture {
 
-LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper,
+LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper, Starter starter,
                          uint64_t max_catch_up)
     : m_sink(sink),
       m_consumer(std::move(consumer)),
       m_skipper(std::move(skipper)),
+      m_starter(std::move(starter)),
       m_max_catch_up(max_catch_up) {
   m_thread = std::thread([this] { loop(); });
 }
@@ -31,6 +32,9 @@ void LogFollower::finish() {
 }
 
 void LogFollower::loop() {
+  if (m_starter) {
+    m_starter();
+  }
   // Reading back is never worth slowing the job or the copy for: on a busy machine
   // the follower only gets the CPU that nobody else wants (it catches up at the end).
   struct sched_param idle {};

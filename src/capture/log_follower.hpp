@@ -22,8 +22,10 @@ class LogFollower {
   using Consumer = std::function<void(std::string_view)>;
   // Called instead of Consumer for a skipped region, which always ends after a '\n'.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
+  // Runs first on the follower's thread (to load the rules beside the job, not before it).
+  using Starter = std::function<void()>;
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
-              uint64_t max_catch_up = 16ull << 20);
+              Starter starter = nullptr, uint64_t max_catch_up = 16ull << 20);
   ~LogFollower();
   // Call after the sink received its last byte: consumes the rest and joins.
   void finish();
@@ -38,6 +40,7 @@ class LogFollower {
   const LogSink& m_sink;
   Consumer m_consumer;
   Skipper m_skipper;
+  Starter m_starter;
   uint64_t m_max_catch_up;
   std::atomic<uint64_t> m_skipped{0};
   std::atomic<bool> m_done{false};

@@ -60,7 +60,7 @@ TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
           skipped_bytes += bytes;
           skipped_lines += lines;
         },
-        /*max_catch_up=*/50'000);
+        nullptr, /*max_catch_up=*/50'000);
     follower.finish();
   }
   // Whatever was read before the end plus what was skipped is the whole log, and

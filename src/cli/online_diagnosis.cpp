@@ -22,17 +22,7 @@ util::Result<classify::RuleSet> load_rules_with(const std::string& rules_file) {
 OnlineDiagnosis::OnlineDiagnosis(std::optional<classify::RuleSet> preloaded)
     : m_rules(std::move(preloaded)) {}
 
-OnlineDiagnosis::~OnlineDiagnosis() { wait_prepared(); }
-
-void OnlineDiagnosis::start_preparing() {
-  m_thread = std::thread([this] { prepare(); });
-}
-
-void OnlineDiagnosis::wait_prepared() {
-  if (m_thread.joinable()) {
-    m_thread.join();
-  }
-}
+OnlineDiagnosis::~OnlineDiagnosis() = default;
 
 void OnlineDiagnosis::prepare() {
   if (!m_rules) {

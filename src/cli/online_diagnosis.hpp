@@ -1,18 +1,17 @@
 // cli/online_diagnosis.hpp: the classifier as `run` drives it, beside the capture.
 //
-// start_preparing() loads the embedded default rules and builds the scanner on a
-// thread of its own while `run` creates and syncs the run directory (mostly
-// waiting for the disk); wait_prepared() joins it just before the spawn, so no
-// thread allocates while posix_spawn's vfork child execs (that contention made
-// the exec several times slower). A user's rules file is loaded and checked
-// before anything runs (a broken file is a usage error), then handed in loaded.
+// prepare() runs first on the log follower's thread, started right after the
+// spawn: loading the embedded default rules and building the scanner happen
+// while the job starts, not before it. (Started before the spawn, a thread busy
+// allocating makes posix_spawn's vfork child exec several times slower.) A
+// user's rules file is loaded and checked before anything runs (a broken file is
+// a usage error), then handed in already loaded.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "classify/classifier.hpp"
 
@@ -22,8 +21,7 @@ class OnlineDiagnosis {
  public:
   explicit OnlineDiagnosis(std::optional<classify::RuleSet> preloaded);
   ~OnlineDiagnosis();
-  void start_preparing();
-  void wait_prepared();
+  void prepare();
   void feed(std::string_view bytes);
   void skip(uint64_t bytes, uint64_t newlines);
   // After the follower finished: the verdict on everything fed.
@@ -32,8 +30,6 @@ class OnlineDiagnosis {
   const std::string& error() const { return m_error; }
 
  private:
-  void prepare();
-  std::thread m_thread;
   std::optional<classify::RuleSet> m_rules;
   std::unique_ptr<classify::Scanner> m_scanner;
   std::string m_error;

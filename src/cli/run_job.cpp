@@ -133,7 +133,6 @@ RunEnding run_job(const RunOptions& o) {
     preloaded = std::move(*rules);
   }
   OnlineDiagnosis diagnosis(std::move(preloaded));
-  diagnosis.start_preparing();
 
   report::RunReport rep;
   rep.argv = o.command;
@@ -202,7 +201,6 @@ RunEnding run_job(const RunOptions& o) {
   sopt.timeout = o.timeout;
   sopt.kill_after = o.kill_after;
 
-  diagnosis.wait_prepared();
   supervise::SpawnRequest sreq;
   sreq.argv = o.command;
   sreq.env = env;
@@ -215,7 +213,8 @@ RunEnding run_job(const RunOptions& o) {
   // vfork child execs makes the exec several times slower.
   capture::LogFollower follower(
       sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
-      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); });
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
+      [&diagnosis] { diagnosis.prepare(); });
   out_w.reset();
   err_w.reset();
 
