@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -72,13 +73,22 @@ pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach
   return pid;
 }
 
-std::vector<std::string> config_args(const std::string& config_file, const notify::Config& config) {
+// --notify-timeout is the most `run` waits for the notification, all of it: the
+// helper's delivery deadline leaves part of it for building the message (reading
+// and gzipping the log takes up to ~1 s for a huge one).
+std::chrono::milliseconds delivery_budget(std::chrono::milliseconds total) {
+  using std::chrono::milliseconds;
+  milliseconds reserve = std::min(milliseconds(1000), total / 4);
+  return total - reserve;
+}
+
+std::vector<std::string> config_args(const std::string& config_file, const notify::Config& config,
+                                     std::chrono::milliseconds timeout) {
   std::vector<std::string> args;
   if (!config_file.empty()) {
     args.insert(args.end(), {"--config", config_file});
   }
-  args.insert(args.end(),
-              {"--notify-timeout", std::to_string(config.notify_timeout.count()) + "ms"});
+  args.insert(args.end(), {"--notify-timeout", std::to_string(timeout.count()) + "ms"});
   return args;
 }
 
@@ -106,7 +116,7 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   util::UniqueFd rd(fds[0]), wr(fds[1]);
   std::vector<std::string> args = {"notify", "--report-outcome", "--budget",
                                    std::to_string(budget_bytes)};
-  auto more = config_args(config_file, config);
+  auto more = config_args(config_file, config, delivery_budget(config.notify_timeout));
   args.insert(args.end(), more.begin(), more.end());
   for (const auto& to : config.to) {
     args.insert(args.end(), {"--to", to});
@@ -122,10 +132,9 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
             std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
                 "; report and log are in " + run_dir};
   }
-  // The helper keeps its own delivery deadline; this one only guards against a
-  // helper that crashed or hung while building the message.
-  auto deadline =
-      std::chrono::steady_clock::now() + config.notify_timeout + std::chrono::seconds(5);
+  // The helper keeps its own (shorter) delivery deadline; this one bounds all of
+  // it, a helper that crashed or hung while building the message included.
+  auto deadline = std::chrono::steady_clock::now() + config.notify_timeout;
   std::string got;
   char buf[4096];
   for (;;) {
@@ -190,7 +199,7 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
     return;
   }
   std::vector<std::string> args = {"outbox", "flush"};
-  auto more = config_args(config_file, config);
+  auto more = config_args(config_file, config, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way
 }

@@ -4,7 +4,7 @@
 // libcurl; `run` never loads libcurl itself, which keeps its start-up cost per job
 // small, and the helper's process boundary is also the isolation the exit-status
 // promise needs: whatever the notifier does (crash, hang), `run` waits at most the
-// notification deadline plus a margin and goes on. The commands that need libcurl
+// --notify-timeout in all and goes on. The commands that need libcurl
 // (outbox, test-notify, notify) are run by exec'ing the helper with the same arguments.
 #pragma once
 
