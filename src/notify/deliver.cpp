@@ -221,49 +221,4 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
   return out;
 }
 
-void flush_outbox_in_background(const Config& config) {
-  // Most runs find nothing to do: no channel configured, or nothing pending.
-  // Say so without a fork, so that `run` adds no time in the common case.
-  if (config.smtp_url.empty() && config.webhook_url.empty()) {
-    return;
-  }
-  if (!outbox_has_pending(config)) {
-    return;
-  }
-  pid_t pid = ::fork();
-  if (pid != 0) {
-    if (pid > 0) {
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
-    return;
-  }
-  // Middle child: a new session, then a grandchild that nobody waits for
-  // (init adopts it), so the caller never sees it in wait().
-  ::setsid();
-  if (::fork() != 0) {
-    ::_exit(0);
-  }
-  reset_signals_in_child();
-  int null_fd = ::open("/dev/null", O_RDWR);
-  if (null_fd >= 0) {
-    ::dup2(null_fd, 0);
-    ::dup2(null_fd, 1);
-    ::dup2(null_fd, 2);
-  }
-  ::close_range(3, ~0U, 0);  // the job's pipes and the log stay with their owners
-  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(config.notify_timeout).count();
-  ::alarm(static_cast<unsigned>(seconds + 5));  // the backstop if curl itself hangs
-  Outbox outbox(outbox_dir(config), sent_dir(config));
-  auto entries = outbox.list();
-  if (entries) {
-    std::vector<std::string> ids;
-    for (const auto& e : *entries) {
-      ids.push_back(e.id);
-    }
-    (void)deliver_now(config, outbox, ids, Clock::now() + config.notify_timeout);
-  }
-  ::_exit(0);
-}
-
 }  // namespace notify

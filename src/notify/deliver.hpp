@@ -4,8 +4,8 @@
 // a forked process that the caller kills at the deadline, so a hung server, a
 // TLS stall or a crash inside libcurl costs the caller at most the deadline and
 // never its exit status. Whatever was not delivered stays in the outbox with
-// its reason. `run` calls flush_outbox_in_background() once its child started,
-// to retry what earlier runs left behind.
+// its reason. (`run` retries what earlier runs left behind by starting
+// `gpualert-notify outbox flush` once its child started: cli/notifier.hpp.)
 #pragma once
 
 #include <chrono>
@@ -35,10 +35,6 @@ std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
 std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& outbox,
                                           const std::vector<std::string>& ids,
                                           std::chrono::milliseconds timeout);
-
-// Fire and forget: a detached (double-forked, own session, stdio on /dev/null)
-// process flushes the outbox under its own deadline. Returns at once.
-void flush_outbox_in_background(const Config& config);
 
 // libcurl's global initialisation, once per process (not thread-safe in libcurl, so call early).
 void ensure_curl_initialised();

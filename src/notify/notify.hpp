@@ -39,9 +39,4 @@ struct RunNotice {
 
 Outcome notify_run(const RunNotice& notice, const Config& config);
 
-// Fire-and-forget: tries to deliver what is pending in the outbox, in a detached
-// process (stdio on /dev/null, its own deadline). Returns at once. (`run` itself
-// starts `gpualert-notify outbox flush` instead, see cli/notifier.hpp.)
-void flush_outbox_in_background(const Config& config);
-
 }  // namespace notify

@@ -134,32 +134,5 @@ TEST_F(OutboxTest, IsolatedDeliveryIsKilledAtTheDeadline) {
 }  // namespace notify
 
 namespace notify {
-namespace {
-
-TEST_F(OutboxTest, BackgroundFlushReturnsAtOnceAndTriesTheEntries) {
-  Config c;
-  c.state_dir = m_root;
-  c.webhook_url = "http://127.0.0.1:1/hook";  // port 1 on loopback: refused
-  c.notify_timeout = std::chrono::seconds(5);
-  Outbox ob(outbox_dir(c), sent_dir(c));
-  EntryMeta m;
-  m.channel = "webhook";
-  auto added = ob.add(m, "{}");
-  ASSERT_TRUE(added);
-  auto start = std::chrono::steady_clock::now();
-  flush_outbox_in_background(c);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
-  // The detached process records its attempt; wait for it (bounded).
-  for (int i = 0; i < 100; ++i) {
-    auto list = ob.list();
-    if (list && list->size() == 1 && (*list)[0].attempts == 1) {
-      EXPECT_NE((*list)[0].last_error.find("connect"), std::string::npos) << (*list)[0].last_error;
-      return;
-    }
-    usleep(50 * 1000);
-  }
-  FAIL() << "the background flush did not record an attempt within 5 s";
-}
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace notify

@@ -1,6 +1,6 @@
 // supervise/supervisor.hpp: the wait loop of `run`, from spawn to the job's end.
 //
-// One ppoll-free loop over the output pipes and the signalfd (signals stay
+// One poll loop over the output pipes and the signalfd (signals stay
 // blocked the whole time, so no handler races with it): copies output through
 // the Tee, reaps the child on SIGCHLD, forwards signals exactly once, and
 // enforces --timeout (SIGTERM, then SIGKILL after --kill-after). The job ends
