@@ -77,6 +77,15 @@ class ExitStatus(RunTestCase):
                 self.assertFalse(os.path.exists(marker))
                 self.assertFalse(os.path.exists(self.logs), "no run directory for a usage error")
 
+    def test_broken_config_is_a_usage_error_naming_the_line(self):
+        cfg = write_script(self.tmp, "config.toml", 'smtp_url = "smtp://127.0.0.1:25"\nto = [unclosed\n', mode=0o644)
+        marker = os.path.join(self.tmp, "ran")
+        p = subprocess.run([BIN, "run", "--config", cfg, "--log-dir", self.logs, "--", "touch", marker],
+                           capture_output=True, env=self.env, cwd=self.tmp)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"config.toml:2", p.stderr)
+        self.assertFalse(os.path.exists(marker))
+
     def test_missing_command_is_usage_error(self):
         p = subprocess.run([BIN, "run", "--"], capture_output=True, env=self.env)
         self.assertEqual(p.returncode, 2)
