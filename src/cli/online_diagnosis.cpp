@@ -2,23 +2,6 @@
 
 namespace cli {
 
-util::Result<classify::RuleSet> load_rules_with(const std::string& rules_file) {
-  auto rules = classify::RuleSet::load_default();
-  if (!rules) {
-    return util::Error{"default rules: " + rules.error()};
-  }
-  if (!rules_file.empty()) {
-    auto extra = classify::RuleSet::load_file(rules_file);
-    if (!extra) {
-      return util::Error{extra.error()};
-    }
-    if (auto st = rules->merge(*extra); !st) {
-      return util::Error{rules_file + ": " + st.error()};
-    }
-  }
-  return rules;
-}
-
 OnlineDiagnosis::OnlineDiagnosis(std::optional<classify::RuleSet> preloaded)
     : m_rules(std::move(preloaded)) {}
 

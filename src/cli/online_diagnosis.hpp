@@ -35,7 +35,4 @@ class OnlineDiagnosis {
   std::string m_error;
 };
 
-// The rules run uses: the embedded default plus the user's file, checked now.
-util::Result<classify::RuleSet> load_rules_with(const std::string& rules_file);
-
 }  // namespace cli

@@ -125,7 +125,7 @@ RunEnding run_job(const RunOptions& o) {
   std::optional<classify::RuleSet> preloaded;
   std::string rules_file = o.rules_file.empty() ? config.rules_file : o.rules_file;
   if (!rules_file.empty()) {
-    auto rules = load_rules_with(rules_file);
+    auto rules = classify::load_rules({rules_file});
     if (!rules) {
       std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
       return RunEnding{2, std::nullopt};
