@@ -1,4 +1,7 @@
 // cli/main.cpp: the subcommand table. Only main decides how the process ends.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -36,6 +39,17 @@ void usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdin/stdout/stderr would let our own pipes and files take fds 0-2
+  // and be handed to the job in the wrong place: fill them with /dev/null first.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0) {
+      int null_fd = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (null_fd >= 0 && null_fd != fd) {
+        ::dup2(null_fd, fd);
+        ::close(null_fd);
+      }
+    }
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;
