@@ -195,6 +195,12 @@ class Capture(RunTestCase):
         p2, _ = self.run_wrapped(["sh", "-c", job], opts=["-q", "--no-line-buffer"])
         self.assertEqual(p2.stdout.decode().strip().split("|")[1:], ["", ""])
 
+    def test_closed_stdout_still_logs_the_jobs_stdout(self):
+        cmd = f"{BIN} run -q --notify never --log-dir {self.logs} -- sh -c 'echo to-out; echo to-err >&2' >&-"
+        p = subprocess.run(["sh", "-c", cmd], capture_output=True, env=self.env, cwd=self.tmp, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(sorted(self.job_output(self.only_run_dir()).splitlines()), [b"to-err", b"to-out"])
+
     def test_reader_going_away_gives_the_job_its_broken_pipe(self):
         # `gpualert run -- yes | head -1` must end, as `yes | head -1` does.
         cmd = f"{BIN} run -q --notify never --log-dir {self.logs} -- yes | head -1"
