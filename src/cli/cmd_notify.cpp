@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
 #include "notify/notify.hpp"
 #include "util/text.hpp"
@@ -14,13 +15,13 @@ namespace cli {
 int cmd_notify(int argc, char** argv) {
   CLI::App app{"Build the notification of a finished run directory and send it (or queue it).",
                "gpualert notify"};
-  std::vector<std::string> to, attach;
-  std::string budget, config_file, timeout, run_dir;
-  app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
+  NotifyFlags flags;
+  std::vector<std::string> attach;
+  std::string budget, run_dir;
+  flags.add_to(app, "the most delivery may take (default 60s)", /*with_recipients=*/true);
   app.add_option("--attach", attach, "artifact glob relative to the job's cwd, repeatable");
-  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)");
-  app.add_option("--config", config_file, "configuration file");
-  app.add_option("--notify-timeout", timeout, "the most delivery may take (default 60s)");
+  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
+      ->check(size_validator());
   bool report_outcome = false;  // for `run`: the outcome in a form it parses (cli/notifier.cpp)
   app.add_flag("--report-outcome", report_outcome)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
@@ -31,37 +32,11 @@ int cmd_notify(int argc, char** argv) {
   notify::RunNotice notice;
   notice.run_dir = run_dir;
   notice.attach = attach;
-  if (!budget.empty()) {
-    auto b = util::parse_size(budget);
-    if (!b) {
-      std::fprintf(stderr, "gpualert: error: --budget: %s\n", b.error().c_str());
-      return 2;
-    }
-    notice.budget_bytes = *b;
-  }
-  std::chrono::milliseconds notify_timeout{0};
-  if (!timeout.empty()) {
-    auto t = util::parse_duration(timeout);
-    if (!t) {
-      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
-      return 2;
-    }
-    notify_timeout = *t;
-  }
-  auto config = notify::load_config(config_file);
+  auto config = flags.load();
   if (!config) {
-    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
   }
-  if (!to.empty()) {
-    config->to = to;
-  }
-  if (notify_timeout.count() > 0) {
-    config->notify_timeout = notify_timeout;
-  }
-  if (budget.empty()) {
-    notice.budget_bytes = config->budget_bytes;
-  }
+  notice.budget_bytes = budget.empty() ? config->budget_bytes : *util::parse_size(budget);
   notify::Outcome out = notify::notify_run(notice, *config);
   if (report_outcome) {
     std::printf("%d%d\n%s\n%s", out.delivered ? 1 : 0, out.queued ? 1 : 0, out.where.c_str(),

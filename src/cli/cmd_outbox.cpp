@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
@@ -33,27 +34,18 @@ void print_entry(const notify::EntryMeta& m) {
 
 int cmd_outbox(int argc, char** argv) {
   CLI::App app{"List or send the notifications not yet delivered.", "gpualert outbox"};
-  std::string action, config_file, timeout;
+  std::string action;
+  NotifyFlags flags;
   app.add_option("ACTION", action, "list | flush")
       ->required()
       ->check(CLI::IsMember({"list", "flush"}));
-  app.add_option("--config", config_file, "configuration file");
-  app.add_option("--notify-timeout", timeout, "the most a flush may take (default 60s)");
+  flags.add_to(app, "the most a flush may take (default 60s)", /*with_recipients=*/false);
   if (auto done = parse_args(app, argc, argv, "outbox")) {
     return *done;
   }
-  auto config = notify::load_config(config_file);
+  auto config = flags.load();
   if (!config) {
-    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
-  }
-  if (!timeout.empty()) {
-    auto t = util::parse_duration(timeout);
-    if (!t) {
-      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
-      return 2;
-    }
-    config->notify_timeout = *t;
   }
   notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
   auto entries = outbox.list();

@@ -32,21 +32,6 @@ Examples:
   gpualert run --name llama-ft --timeout 11h --attach 'ckpt/*.json' -- torchrun train.py
 )";
 
-// Durations and sizes are validated here so that a typo fails before the job runs.
-template <typename T>
-CLI::Validator check(util::Result<T> (*parse)(std::string_view), const char* what) {
-  return CLI::Validator(
-      [parse](const std::string& s) {
-        auto r = parse(s);
-        return r ? std::string() : r.error();
-      },
-      what);
-}
-
-util::Result<std::chrono::milliseconds> parse_duration_positive(std::string_view s) {
-  return util::parse_duration(s, false);
-}
-
 }  // namespace
 
 // Ends the process the way the child ended: same code, or the same signal
@@ -85,21 +70,21 @@ int cmd_run(int argc, char** argv) {
   app.add_option("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)");
   app.add_option("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)");
   app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
-      ->check(check<uint64_t>(&util::parse_size, "SIZE"));
+      ->check(size_validator());
   app.add_option("--notify", o.notify_when, "always | failure | never (default always)")
       ->check(CLI::IsMember({"always", "failure", "never"}));
   app.add_option("--timeout", timeout,
                  "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
-      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+      ->check(duration_validator());
   app.add_option("--kill-after", kill_after,
                  "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
-      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+      ->check(duration_validator());
   app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)");
   app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
   app.add_option(
          "--notify-timeout", notify_timeout,
          "most that delivering may take before the message stays in the outbox (default 60s)")
-      ->check(check<std::chrono::milliseconds>(&parse_duration_positive, "DURATION"));
+      ->check(duration_validator());
   app.add_option("--config", o.config_file,
                  "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)");
   bool no_line_buffer = false;

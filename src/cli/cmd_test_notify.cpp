@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
@@ -21,29 +22,14 @@ namespace cli {
 int cmd_test_notify(int argc, char** argv) {
   CLI::App app{"Send a test notification through every configured channel.",
                "gpualert test-notify"};
-  std::vector<std::string> to;
-  std::string config_file, timeout;
-  app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
-  app.add_option("--config", config_file, "configuration file");
-  app.add_option("--notify-timeout", timeout, "the most each attempt may take (default 60s)");
+  NotifyFlags flags;
+  flags.add_to(app, "the most each attempt may take (default 60s)", /*with_recipients=*/true);
   if (auto done = parse_args(app, argc, argv, "test-notify")) {
     return *done;
   }
-  auto config = notify::load_config(config_file);
+  auto config = flags.load();
   if (!config) {
-    std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
-  }
-  if (!to.empty()) {
-    config->to = to;
-  }
-  if (!timeout.empty()) {
-    auto t = util::parse_duration(timeout);
-    if (!t) {
-      std::fprintf(stderr, "gpualert: error: --notify-timeout: %s\n", t.error().c_str());
-      return 2;
-    }
-    config->notify_timeout = *t;
   }
   if (!notify::has_channel(*config)) {
     std::fprintf(stderr,

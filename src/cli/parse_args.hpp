@@ -9,7 +9,28 @@
 #include <optional>
 #include <string>
 
+#include "util/text.hpp"
+
 namespace cli {
+
+// CLI11 validators for our value syntaxes, so that a typo is a usage error at parse
+// time, before the command does anything (e.g. before `run` starts the job).
+inline CLI::Validator duration_validator() {
+  return CLI::Validator(
+      [](const std::string& s) {
+        auto r = util::parse_duration(s);
+        return r ? std::string() : r.error();
+      },
+      "DURATION");
+}
+inline CLI::Validator size_validator() {
+  return CLI::Validator(
+      [](const std::string& s) {
+        auto r = util::parse_size(s);
+        return r ? std::string() : r.error();
+      },
+      "SIZE");
+}
 
 // Returns the exit status when parsing ended the command (help or usage error),
 // nullopt when the command should go on.
