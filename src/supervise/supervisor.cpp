@@ -26,7 +26,7 @@ class Loop {
 
   SuperviseResult run() {
     while (!m_status) {
-      poll_once(next_timeout_ms());
+      poll_streams(true, next_timeout_ms());
       check_deadlines();
     }
     drain();
@@ -84,30 +84,37 @@ class Loop {
     return static_cast<double>(ms.count()) / 1000;
   }
 
-  void poll_once(int timeout_ms) {
-    std::vector<pollfd> fds;
-    std::vector<size_t> index;
-    fds.push_back({m_signals.fd(), POLLIN, 0});
+  // Polls the open output pipes (and the signalfd, when with_signals), copies what
+  // arrived, and says whether anything was ready. The pollfd list is rebuilt in
+  // reused buffers: this runs once per chunk of output.
+  bool poll_streams(bool with_signals, int timeout_ms) {
+    m_fds.clear();
+    m_index.clear();
+    if (with_signals) {
+      m_fds.push_back({m_signals.fd(), POLLIN, 0});
+    }
     auto& streams = m_tee.streams();
     for (size_t i = 0; i < streams.size(); ++i) {
       if (!streams[i].eof) {
-        fds.push_back({streams[i].pipe.get(), POLLIN, 0});
-        index.push_back(i);
+        m_fds.push_back({streams[i].pipe.get(), POLLIN, 0});
+        m_index.push_back(i);
       }
     }
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    int n = ::poll(m_fds.data(), m_fds.size(), timeout_ms);
     if (n < 0) {
       GPUALERT_ASSERT(errno == EINTR);
-      return;
+      return false;
     }
-    for (size_t k = 1; k < fds.size(); ++k) {
-      if (fds[k].revents != 0) {
-        m_tee.copy_once(index[k - 1]);
+    const size_t first = with_signals ? 1 : 0;
+    for (size_t k = first; k < m_fds.size(); ++k) {
+      if (m_fds[k].revents != 0) {
+        m_tee.copy_once(m_index[k - first]);
       }
     }
-    if (fds[0].revents & POLLIN) {
+    if (with_signals && (m_fds[0].revents & POLLIN)) {
       read_signals();
     }
+    return n > 0;
   }
 
   void read_signals() {
@@ -142,23 +149,8 @@ class Loop {
   void drain() {
     auto hard_end = Clock::now() + m_opt.drain_max;
     while (!m_tee.all_eof() && Clock::now() < hard_end) {
-      std::vector<pollfd> fds;
-      std::vector<size_t> index;
-      auto& streams = m_tee.streams();
-      for (size_t i = 0; i < streams.size(); ++i) {
-        if (!streams[i].eof) {
-          fds.push_back({streams[i].pipe.get(), POLLIN, 0});
-          index.push_back(i);
-        }
-      }
-      int n = ::poll(fds.data(), fds.size(), static_cast<int>(m_opt.drain_idle.count()));
-      if (n == 0) {
+      if (!poll_streams(false, static_cast<int>(m_opt.drain_idle.count()))) {
         break;  // quiet: whatever holds the pipe is not the job any more
-      }
-      for (size_t k = 0; k < fds.size(); ++k) {
-        if (fds[k].revents != 0) {
-          m_tee.copy_once(index[k]);
-        }
       }
     }
   }
@@ -172,6 +164,8 @@ class Loop {
   bool m_term_sent = false, m_kill_sent = false, m_timed_out = false;
   std::optional<ExitStatus> m_status;
   std::vector<std::string> m_events;
+  std::vector<pollfd> m_fds;
+  std::vector<size_t> m_index;
 };
 
 }  // namespace
