@@ -335,6 +335,13 @@ def generator_main(cases, generator, jobs=2):
     sys.exit(0 if ok else 1)
 
 
+def read_chunk(fd, wait):
+    """Up to 64 KiB from fd once it is readable within `wait` seconds; None if it
+    was not, b"" at EOF."""
+    r, _, _ = select.select([fd], [], [], wait)
+    return os.read(fd, 65536) if r else None
+
+
 def _run(case):
     env = case.env if case.env is not None else job_env()
     cg_dir = None
@@ -419,28 +426,18 @@ def _run(case):
                 break
             time.sleep(0.02)
             continue
-        r, _, _ = select.select([rfd], [], [], 0.05)
-        if r:
-            chunk = os.read(rfd, 65536)
-            if not chunk:
-                eof = True
-            else:
-                out += chunk
-        elif proc.poll() is not None:
+        chunk = read_chunk(rfd, 0.05)
+        if chunk is None and proc.poll() is not None:
             # The job is gone; a grandchild may keep the pipe open: give it a
             # moment, then stop reading.
-            if time.time() - t0 > case.timeout:
-                eof = True
+            chunk = b"" if time.time() - t0 > case.timeout else read_chunk(rfd, 2.0)
+            if chunk is None:
+                chunk = b""
+        if chunk is not None:
+            if chunk:
+                out += chunk
             else:
-                r, _, _ = select.select([rfd], [], [], 2.0)
-                if r:
-                    chunk = os.read(rfd, 65536)
-                    if not chunk:
-                        eof = True
-                    else:
-                        out += chunk
-                else:
-                    eof = True
+                eof = True
     rc = proc.wait()
     elapsed = time.time() - t0
     # stragglers of the job (leftover workers, ranks): kill the session

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from capture import Case, Result, job_env, workdir, neutral_dir, write_case, run_case, RUN_ROOT
+from capture import Case, Result, job_env, workdir, neutral_dir, write_case, run_case, RUN_ROOT, free_port
 
 G = "gen_slurm.py"
 BASE = os.path.join(tempfile.gettempdir(), "gpualert-slurm")
@@ -40,18 +40,6 @@ pids = {}
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, env=kw.pop("env", ENV), capture_output=True, text=True, **kw)
-
-
-def free_port(p):
-    while True:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            s.close()
-            return p
-        except OSError:
-            s.close()
-            p += 1
 
 
 def start():
