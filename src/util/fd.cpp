@@ -80,8 +80,9 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
     return errno_error("create " + tmp);
   }
   if (auto st = write_all(fd.get(), data); !st) {
+    int err = errno;  // write_all failed with errno set; keep it past unlink
     ::unlink(tmp.c_str());
-    return Error{"write " + tmp + ": " + st.error().substr(7)};
+    return errno_error("write " + tmp, err);
   }
   if (sync && ::fsync(fd.get()) != 0) {
     auto err = errno_error("fsync " + tmp);
