@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "util/count.hpp"
+
 using namespace std::chrono_literals;
 
 TEST(ParseDuration, AcceptsTheUsualForms) {
@@ -68,4 +72,27 @@ TEST(HumanDuration, Compact) {
   EXPECT_EQ(util::human_duration(2 * 3600 + 13 * 60 + 5), "2h13m");
   EXPECT_EQ(util::human_duration(185), "3m05s");
   EXPECT_EQ(util::human_duration(0.5), "0.5s");
+}
+
+TEST(CountNewlines, MatchesAPlainCountAtEveryLengthAndAlignment) {
+  std::string text;
+  uint32_t x = 12345;
+  for (int i = 0; i < 20000; ++i) {
+    x = x * 1103515245u + 12345u;
+    // Mostly '\n' and bytes that differ from it by one bit, to catch a wrong compare.
+    const char choices[] = {'\n', '\n', 'a', '\x0b', '\x8a', '\x0e', ' ', '\xff'};
+    text.push_back(choices[(x >> 16) % 8]);
+  }
+  for (size_t start = 0; start < 40; ++start) {
+    for (size_t len : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{31}, size_t{33},
+                       size_t{255 * 32 + 7}, size_t{9000}, text.size() - start}) {
+      std::string_view v(text.data() + start, std::min(len, text.size() - start));
+      EXPECT_EQ(util::count_newlines(v),
+                static_cast<uint64_t>(std::count(v.begin(), v.end(), '\n')))
+          << start << " " << len;
+    }
+  }
+  // More than 255 rounds of all-'\n' input: the per-byte counters must not wrap.
+  std::string all(100000, '\n');
+  EXPECT_EQ(util::count_newlines(all), 100000u);
 }
