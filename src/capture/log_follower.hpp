@@ -2,9 +2,16 @@
 //
 // This is how diagnosis runs beside capture and never in front of it: the copy
 // loop only writes the file; the follower reads it back (from the page cache)
-// at its own pace and hands chunks to a consumer (the streaming classifier). If
-// the consumer is slower than the job, the follower falls behind and catches up
-// after the job ended; the copy is never slowed and memory stays bounded.
+// at its own pace, at idle CPU priority, and hands chunks to a consumer (the
+// streaming classifier). Memory stays bounded whatever the job prints.
+//
+// A job that prints faster than the consumer reads: the follower falls behind.
+// While it is more than Limits::defer_backlog behind and the job keeps printing
+// faster than Limits::defer_rate, it stops reading (even idle CPU time is memory
+// bandwidth and cache the copy needs) and resumes when the job slows down. At the
+// end it reads at most Limits::max_catch_up (plus a line mark's spacing) of what
+// it has not read, jumping over the rest through the sink's line marks, so the
+// wrapper's exit is never held for long.
 #pragma once
 
 #include <atomic>
@@ -17,6 +24,12 @@
 
 namespace capture {
 
+struct FollowerLimits {
+  uint64_t max_catch_up = 4ull << 20;
+  uint64_t defer_backlog = 32ull << 20;
+  uint64_t defer_rate = 64ull << 20;  // bytes per second
+};
+
 class LogFollower {
  public:
   using Consumer = std::function<void(std::string_view)>;
@@ -24,26 +37,32 @@ class LogFollower {
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
   // Runs first on the follower's thread (to load the rules beside the job, not before it).
   using Starter = std::function<void()>;
+  using Limits = FollowerLimits;
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
-              Starter starter = nullptr, uint64_t max_catch_up = 16ull << 20);
+              Starter starter = nullptr, Limits limits = Limits());
   ~LogFollower();
   // Call after the sink received its last byte: consumes the rest and joins.
   void finish();
   uint64_t consumed() const { return m_consumed.load(); }
   uint64_t skipped() const { return m_skipped.load(); }
+  // Whether reading was ever deferred for a job printing too fast.
+  bool deferred() const { return m_deferred.load(); }
 
  private:
   void loop();
-  // At the end, with a backlog over the bound: skip from offset to just after the
-  // first '\n' past end - max_catch_up. Returns the new offset.
-  uint64_t skip_backlog(int fd, uint64_t offset, uint64_t end);
+  // At the end, with a backlog over the bound: skip from offset (after `lines`
+  // line breaks) to the end of a line near end - limits.max_catch_up (the sink's last
+  // line mark before it; else the first '\n' after it); updates both.
+  void skip_backlog(int fd, uint64_t& offset, uint64_t& lines, uint64_t end);
+  void skipped(uint64_t bytes, uint64_t newlines);
   const LogSink& m_sink;
   Consumer m_consumer;
   Skipper m_skipper;
   Starter m_starter;
-  uint64_t m_max_catch_up;
+  Limits m_limits;
   std::atomic<uint64_t> m_skipped{0};
   std::atomic<bool> m_done{false};
+  std::atomic<bool> m_deferred{false};
   std::atomic<uint64_t> m_consumed{0};
   std::thread m_thread;
 };

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -27,7 +30,7 @@ struct TempLog {
 
 TEST(LogFollower, SeesEveryByteInOrder) {
   TempLog log;
-  capture::LogSink sink(log.open_for_write(), log.path, 0, std::chrono::milliseconds(50));
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::milliseconds(50));
   std::string seen;
   capture::LogFollower follower(sink, [&](std::string_view b) { seen.append(b); });
   std::string expected;
@@ -44,7 +47,7 @@ TEST(LogFollower, SeesEveryByteInOrder) {
 
 TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
   TempLog log;
-  capture::LogSink sink(log.open_for_write(), log.path, 0, std::chrono::seconds(10));
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
   std::string line(99, 'x');
   line += '\n';
   for (int i = 0; i < 10000; ++i) {  // 1,000,000 bytes written before anyone reads
@@ -60,7 +63,7 @@ TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
           skipped_bytes += bytes;
           skipped_lines += lines;
         },
-        nullptr, /*max_catch_up=*/50'000);
+        nullptr, capture::LogFollower::Limits{50'000});
     follower.finish();
   }
   // Whatever was read before the end plus what was skipped is the whole log, and
@@ -70,4 +73,109 @@ TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
   EXPECT_EQ(skipped_lines, skipped_bytes / 100);
   EXPECT_LE(seen.size(), 1'000'000u);
   EXPECT_TRUE(seen.empty() || seen.back() == '\n');
+}
+
+TEST(LogSink, LineMarksSayWhereLinesEndAndHowManyCameBefore) {
+  TempLog log;
+  std::string header = "#gpualert# header one\n#gpualert# header two\n";
+  {
+    util::UniqueFd fd = log.open_for_write();
+    ASSERT_EQ(::write(fd.get(), header.data(), header.size()), static_cast<ssize_t>(header.size()));
+  }
+  util::UniqueFd fd(::open(log.path.c_str(), O_WRONLY | O_APPEND));
+  capture::LogSink sink(std::move(fd), log.path, {header.size(), 2}, std::chrono::seconds(10));
+  // Lines of varied length, appended in pieces that cut lines anywhere.
+  std::string text;
+  for (int i = 0; text.size() < (5u << 20); ++i) {
+    text += "step " + std::to_string(i) + std::string(static_cast<size_t>(i % 300), 'x') + "\n";
+  }
+  for (size_t pos = 0; pos < text.size();) {
+    size_t n = std::min<size_t>(text.size() - pos, 70001);
+    sink.append(std::string_view(text).substr(pos, n));
+    pos += n;
+  }
+  sink.close();
+  std::string file = header + text;
+  EXPECT_FALSE(sink.line_mark_before(header.size()).has_value());
+  int marks = 0;
+  uint64_t previous = 0;
+  for (uint64_t at = 0; at <= file.size(); at += 100'000) {
+    auto mark = sink.line_mark_before(at);
+    if (!mark) {
+      continue;
+    }
+    EXPECT_LE(mark->offset, at);
+    EXPECT_GE(mark->offset, previous);
+    EXPECT_EQ(file[mark->offset - 1], '\n');
+    EXPECT_EQ(mark->lines,
+              static_cast<uint64_t>(std::count(file.begin(), file.begin() + mark->offset, '\n')));
+    marks += mark->offset != previous ? 1 : 0;
+    previous = mark->offset;
+  }
+  EXPECT_GE(marks, 4);  // about one per MiB
+}
+
+TEST(LogFollower, SkipsThroughLineMarksWithExactLineCounts) {
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::string all;
+  for (int i = 0; all.size() < (6u << 20); ++i) {
+    std::string line =
+        "line " + std::to_string(i) + std::string(static_cast<size_t>(i % 97), '.') + "\n";
+    all += line;
+    sink.append(line);
+  }
+  sink.close();
+  std::string seen;
+  uint64_t skipped_bytes = 0, skipped_lines = 0;
+  capture::LogFollower follower(
+      sink, [&](std::string_view b) { seen.append(b); },
+      [&](uint64_t bytes, uint64_t lines) {
+        skipped_bytes += bytes;
+        skipped_lines += lines;
+      },
+      nullptr, capture::FollowerLimits{1u << 20});
+  follower.finish();
+  ASSERT_GT(skipped_bytes, 0u);
+  EXPECT_LE(seen.size(), (1u << 20) + capture::LogSink::k_mark_spacing + 200);
+  EXPECT_EQ(skipped_bytes + seen.size(), all.size());
+  EXPECT_EQ(all.substr(skipped_bytes), seen);
+  EXPECT_EQ(skipped_lines, static_cast<uint64_t>(std::count(
+                               all.begin(), all.begin() + static_cast<long>(skipped_bytes), '\n')));
+}
+
+TEST(LogFollower, DefersWhileTheJobPoursAndCatchesUpWhenItStops) {
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::atomic<int> calls{0};
+  uint64_t seen = 0;
+  capture::FollowerLimits limits;
+  limits.defer_backlog = 1u << 20;
+  limits.defer_rate = 1u << 20;  // 1 MiB/s: the writer below is far faster
+  capture::LogFollower follower(
+      sink,
+      [&](std::string_view b) {
+        seen += b.size();
+        if (calls++ == 0) {  // slow on the first chunk: the writer gets ahead
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      },
+      nullptr, nullptr, limits);
+  sink.append("first line\n");
+  std::string piece(64 << 10, 'x');
+  piece.back() = '\n';
+  for (int i = 0; i < 128; ++i) {  // 8 MiB over at least 128 ms
+    sink.append(piece);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Quiet now, the sink still open: the follower must resume and read everything.
+  for (int i = 0; i < 1000 && follower.consumed() < sink.written(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(follower.deferred());
+  EXPECT_EQ(follower.consumed(), sink.written());
+  EXPECT_EQ(follower.skipped(), 0u);
+  sink.close();
+  follower.finish();
+  EXPECT_EQ(seen, sink.written());
 }

@@ -6,14 +6,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/count.hpp"
+
 namespace capture {
 
-LogSink::LogSink(util::UniqueFd fd, std::string path, uint64_t start_offset,
+LogSink::LogSink(util::UniqueFd fd, std::string path, LineMark start,
                  std::chrono::milliseconds sync_interval)
     : m_fd(std::move(fd)),
       m_path(std::move(path)),
-      m_written(start_offset),
+      m_written(start.offset),
+      m_last_line_end(start),
+      m_lines(start.lines),
       m_interval(sync_interval) {
+  m_marks.reserve(k_marks);
   m_sync_thread = std::thread([this] { sync_loop(); });
 }
 
@@ -38,15 +43,59 @@ void LogSink::append(std::string_view bytes) {
       m_lost += rest.size();
       break;
     }
+    note_lines(rest.substr(0, static_cast<size_t>(n)));
     rest.remove_prefix(static_cast<size_t>(n));
     m_written.fetch_add(static_cast<uint64_t>(n), std::memory_order_release);
   }
   m_at_line_start = bytes.back() == '\n';
+  bool wake_sync = false, wake_readers = false;
   {
     std::lock_guard lock(m_mutex);
     m_dirty = true;
+    // Wake-ups cost context switches on the copy path: only when someone waits.
+    wake_sync = written() >= m_next_writeback;
+    wake_readers = m_readers_waiting > 0;
+    uint64_t last_mark =
+        m_marks.empty() ? 0 : m_marks[(m_next_mark + k_marks - 1) % k_marks].offset;
+    if (m_last_line_end.offset >= last_mark + k_mark_spacing) {
+      if (m_marks.size() < k_marks) {
+        m_marks.push_back(m_last_line_end);
+      } else {
+        m_marks[m_next_mark] = m_last_line_end;
+      }
+      m_next_mark = (m_next_mark + 1) % k_marks;
+    }
   }
-  m_cv.notify_all();
+  if (wake_sync) {
+    m_sync_cv.notify_one();
+  }
+  if (wake_readers) {
+    m_readers_cv.notify_all();
+  }
+}
+
+// Counts the '\n' in bytes just written at offset written(): the only pass over
+// the job's output on the copy path besides the copy itself (vectorised, from cache).
+void LogSink::note_lines(std::string_view chunk) {
+  const void* last = ::memrchr(chunk.data(), '\n', chunk.size());
+  if (last == nullptr) {
+    return;
+  }
+  m_lines += util::count_newlines(chunk);
+  m_last_line_end =
+      LineMark{written() + static_cast<uint64_t>(static_cast<const char*>(last) + 1 - chunk.data()),
+               m_lines};
+}
+
+std::optional<LineMark> LogSink::line_mark_before(uint64_t offset) const {
+  std::lock_guard lock(m_mutex);
+  std::optional<LineMark> best;
+  for (const auto& m : m_marks) {
+    if (m.offset <= offset && (!best || m.offset > best->offset)) {
+      best = m;
+    }
+  }
+  return best;
 }
 
 void LogSink::append_wrapper_lines(std::string_view lines) {
@@ -68,7 +117,8 @@ void LogSink::close() {
     }
     m_stop = true;
   }
-  m_cv.notify_all();
+  m_sync_cv.notify_all();
+  m_readers_cv.notify_all();
   if (m_sync_thread.joinable()) {
     m_sync_thread.join();
   }
@@ -82,7 +132,14 @@ bool LogSink::closed() const {
 
 void LogSink::wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const {
   std::unique_lock lock(m_mutex);
-  m_cv.wait_for(lock, max_wait, [&] { return m_stop || written() > seen; });
+  ++m_readers_waiting;
+  m_readers_cv.wait_for(lock, max_wait, [&] { return m_stop || written() > seen; });
+  --m_readers_waiting;
+}
+
+void LogSink::wait_for_close(std::chrono::milliseconds max_wait) const {
+  std::unique_lock lock(m_mutex);
+  m_readers_cv.wait_for(lock, max_wait, [&] { return m_stop; });
 }
 
 void LogSink::sync_loop() {
@@ -94,9 +151,10 @@ void LogSink::sync_loop() {
   uint64_t started = written();
   auto next_sync = std::chrono::steady_clock::now() + m_interval;
   std::unique_lock lock(m_mutex);
+  m_next_writeback = started + k_writeback_chunk;
   while (!m_stop) {
-    m_cv.wait_until(lock, next_sync,
-                    [&] { return m_stop || written() - started >= k_writeback_chunk; });
+    m_sync_cv.wait_until(lock, next_sync,
+                         [&] { return m_stop || written() - started >= k_writeback_chunk; });
     if (m_stop) {
       break;
     }
@@ -108,6 +166,7 @@ void LogSink::sync_loop() {
       started = end;
     }
     lock.lock();
+    m_next_writeback = started + k_writeback_chunk;
     if (std::chrono::steady_clock::now() >= next_sync) {
       next_sync = std::chrono::steady_clock::now() + m_interval;
       if (m_dirty) {

@@ -5,7 +5,10 @@
 // so what the job printed is on disk within that bound even if the wrapper is
 // SIGKILLed. A failing write (a full disk) never stops the copy to the terminal:
 // it is counted and reported once, and writing is retried on the next append.
-// written() is published for readers that follow the log (the online classifier).
+// written() is published for readers that follow the log (the online classifier),
+// with line marks: every MiB or so, where a line ended and how many lines came
+// before it, so that a reader far behind can jump ahead without reading (and
+// counting) what it skips.
 #pragma once
 
 #include <atomic>
@@ -17,14 +20,23 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "util/fd.hpp"
 
 namespace capture {
 
+// A place in the log where a line ends: `offset` is just after its '\n', and
+// `lines` the number of '\n' in [0, offset).
+struct LineMark {
+  uint64_t offset = 0;
+  uint64_t lines = 0;
+};
+
 class LogSink {
  public:
-  LogSink(util::UniqueFd fd, std::string path, uint64_t start_offset,
+  // start: what the file holds already (the header), which the sink appends after.
+  LogSink(util::UniqueFd fd, std::string path, LineMark start,
           std::chrono::milliseconds sync_interval);
   ~LogSink();
   LogSink(const LogSink&) = delete;
@@ -42,23 +54,39 @@ class LogSink {
   const std::optional<std::string>& first_error() const { return m_first_error; }
   const std::string& path() const { return m_path; }
 
+  // The last line mark at or before `offset` (marks are about k_mark_spacing
+  // apart, the most recent k_marks kept), or nothing.
+  std::optional<LineMark> line_mark_before(uint64_t offset) const;
+  static constexpr uint64_t k_mark_spacing = 1u << 20;
+  static constexpr size_t k_marks = 64;
+
   // True once close() began: no byte will be appended any more.
   bool closed() const;
   // Wakes followers (see LogFollower) when new bytes are written.
   void wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const;
+  // Sleeps until close() or max_wait, without being woken by appends.
+  void wait_for_close(std::chrono::milliseconds max_wait) const;
 
  private:
   void sync_loop();
+  void note_lines(std::string_view written_bytes);
   util::UniqueFd m_fd;
   std::string m_path;
   std::atomic<uint64_t> m_written;
   uint64_t m_job_bytes = 0;
   uint64_t m_lost = 0;
   bool m_at_line_start = true;
+  LineMark m_last_line_end;       // copy thread only
+  uint64_t m_lines = 0;           // '\n' written so far; copy thread only
+  std::vector<LineMark> m_marks;  // ring, guarded by m_mutex
+  size_t m_next_mark = 0;
   std::optional<std::string> m_first_error;
   std::chrono::milliseconds m_interval;
   mutable std::mutex m_mutex;
-  mutable std::condition_variable m_cv;
+  mutable std::condition_variable m_sync_cv;     // the sync thread waits here
+  mutable std::condition_variable m_readers_cv;  // followers wait here
+  mutable int m_readers_waiting = 0;
+  uint64_t m_next_writeback = UINT64_MAX;  // wake the sync thread when written() reaches it
   bool m_stop = false;
   bool m_dirty = false;
   std::thread m_sync_thread;

@@ -9,7 +9,7 @@
 TEST(LogSink, FullDeviceIsCountedNotFatal) {
   util::UniqueFd full(::open("/dev/full", O_WRONLY));
   ASSERT_TRUE(full.valid());
-  capture::LogSink sink(std::move(full), "/dev/full", 0, std::chrono::milliseconds(20));
+  capture::LogSink sink(std::move(full), "/dev/full", {}, std::chrono::milliseconds(20));
   sink.append("first line\n");
   sink.append("second line\n");
   sink.close();
@@ -23,7 +23,7 @@ TEST(LogSink, WrapperLinesStartOnTheirOwnLine) {
   char tmpl[] = "/tmp/gpualert-sink-XXXXXX";
   int fd = ::mkstemp(tmpl);
   {
-    capture::LogSink sink(util::UniqueFd(fd), tmpl, 0, std::chrono::milliseconds(20));
+    capture::LogSink sink(util::UniqueFd(fd), tmpl, {}, std::chrono::milliseconds(20));
     sink.append("no newline at the end");
     sink.append_wrapper_lines("#gpualert# footer\n");
     sink.close();

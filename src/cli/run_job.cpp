@@ -76,7 +76,7 @@ RunEnding run_unlogged(const RunOptions& o, const std::vector<std::string>& env)
     return RunEnding{f->shell_code, std::nullopt};
   }
   util::UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-  capture::LogSink sink(std::move(devnull), "/dev/null", 0, std::chrono::seconds(3600));
+  capture::LogSink sink(std::move(devnull), "/dev/null", {}, std::chrono::seconds(3600));
   capture::Tee tee(sink);
   auto result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee,
                                      supervise::SuperviseOptions{});
@@ -142,7 +142,6 @@ RunEnding run_job(const RunOptions& o) {
   rep.host = util::hostname();
   rep.user = util::username();
   std::time_t start_t = std::time(nullptr);
-  auto start = Clock::now();
   auto mono_start = std::chrono::steady_clock::now();
   rep.started = util::iso8601_local(start_t);
   rep.env = report::relevant_environment(environ);
@@ -180,8 +179,8 @@ RunEnding run_job(const RunOptions& o) {
     return RunEnding{2, std::nullopt};
   }
   auto watch = host::EvidenceWatch::start();
-  capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
-                        std::chrono::seconds(1));
+  capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path,
+                        {run_dir->header_bytes, run_dir->header_lines}, std::chrono::seconds(1));
   capture::Tee tee(sink);
 
   int out_pipe[2], err_pipe[2];

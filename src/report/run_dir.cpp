@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/text.hpp"
@@ -90,6 +91,7 @@ util::Result<RunDir> try_base(const std::string& base, const std::string& leaf,
     return util::Error{"write " + rd.log_path + ": " + st.error()};
   }
   rd.header_bytes = header_text.size();
+  rd.header_lines = static_cast<uint64_t>(std::count(header_text.begin(), header_text.end(), '\n'));
   if (::fsync(rd.log_fd.get()) != 0) {
     return util::errno_error("fsync " + rd.log_path);
   }

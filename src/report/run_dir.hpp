@@ -36,6 +36,7 @@ struct RunDir {
   std::string log_path;   // path/output.log
   util::UniqueFd log_fd;  // open for writing, positioned after the header
   uint64_t header_bytes = 0;
+  uint64_t header_lines = 0;  // '\n' in the header
   std::optional<std::string> fallback_reason;
 };
 
