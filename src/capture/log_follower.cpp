@@ -20,6 +20,7 @@ LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper
       m_skipper(std::move(skipper)),
       m_starter(std::move(starter)),
       m_limits(limits) {
+  m_buf.resize(1 << 20);
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -30,23 +31,55 @@ void LogFollower::finish() {
   if (m_thread.joinable()) {
     m_thread.join();
   }
+  if (m_finished) {
+    return;
+  }
+  m_finished = true;
+  // The rest is read here, at the caller's priority: the caller waits for it, and
+  // an idle-priority thread can be kept off the CPU by anything else runnable.
+  if (!m_fd.valid()) {
+    m_fd.reset(::open(m_sink.path().c_str(), O_RDONLY | O_CLOEXEC));
+    if (!m_fd.valid()) {
+      return;
+    }
+  }
+  uint64_t end = m_sink.written();
+  if (m_skipper && end - m_offset > m_limits.max_catch_up) {
+    skip_backlog(end);
+  }
+  while (m_offset < end && read_chunk(end)) {
+  }
+}
+
+bool LogFollower::read_chunk(uint64_t end) {
+  size_t want = static_cast<size_t>(std::min<uint64_t>(m_buf.size(), end - m_offset));
+  ssize_t n = ::pread(m_fd.get(), m_buf.data(), want, static_cast<off_t>(m_offset));
+  if (n <= 0) {
+    return false;
+  }
+  std::string_view chunk(m_buf.data(), static_cast<size_t>(n));
+  m_lines += util::count_newlines(chunk);
+  m_consumer(chunk);
+  m_offset += static_cast<uint64_t>(n);
+  m_consumed.store(m_offset);
+  return true;
 }
 
 void LogFollower::loop() {
   if (m_starter) {
     m_starter();
   }
+  if (m_done.load()) {
+    return;  // a short job: finish() reads it all
+  }
   // Reading back is never worth slowing the job or the copy for: on a busy machine
-  // the follower only gets the CPU that nobody else wants (it catches up at the end).
+  // the follower only gets the CPU that nobody else wants.
   struct sched_param idle {};
   ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
-  util::UniqueFd fd(::open(m_sink.path().c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
+  m_fd.reset(::open(m_sink.path().c_str(), O_RDONLY | O_CLOEXEC));
+  if (!m_fd.valid()) {
     return;
   }
-  std::vector<char> buf(1 << 20);
-  uint64_t offset = 0;
-  uint64_t lines = 0;  // '\n' in [0, offset)
   // The job's output rate, measured while far behind over at least k_min_window;
   // while deferring, the follower sleeps k_window at a time.
   constexpr auto k_min_window = std::chrono::milliseconds(10);
@@ -54,17 +87,11 @@ void LogFollower::loop() {
   auto window_start = std::chrono::steady_clock::now();
   uint64_t window_written = m_sink.written();
   bool deferring = false;
-  for (;;) {
-    // Read done before written(): once the sink is closed (or finish() was
-    // called after it), written() is final, and there is nothing to wait for.
-    // Checked before every chunk, so that the end of the job is seen at once
-    // even when the follower is far behind.
-    bool done = m_done.load() || m_sink.closed();
+  // Stops as soon as the sink has its last byte (checked before every chunk, so
+  // that the end is seen at once however far behind): finish() does the rest.
+  while (!m_done.load() && !m_sink.closed()) {
     uint64_t end = m_sink.written();
-    if (done && m_skipper && end - offset > m_limits.max_catch_up) {
-      skip_backlog(fd.get(), offset, lines, end);
-    }
-    if (!done && end - offset > m_limits.defer_backlog) {
+    if (end - m_offset > m_limits.defer_backlog) {
       auto now = std::chrono::steady_clock::now();
       if (now - window_start >= k_min_window) {
         double seconds = std::chrono::duration<double>(now - window_start).count();
@@ -83,56 +110,44 @@ void LogFollower::loop() {
     } else {
       deferring = false;
     }
-    if (offset < end) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - offset));
-      ssize_t n = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(offset));
-      if (n <= 0) {
+    if (m_offset < end) {
+      if (!read_chunk(end)) {
         return;
       }
-      std::string_view chunk(buf.data(), static_cast<size_t>(n));
-      lines += util::count_newlines(chunk);
-      m_consumer(chunk);
-      offset += static_cast<uint64_t>(n);
-      m_consumed.store(offset);
       continue;
     }
-    if (done) {
-      return;
-    }
-    m_sink.wait_for_more(offset, std::chrono::milliseconds(200));
+    m_sink.wait_for_more(m_offset, std::chrono::milliseconds(200));
   }
 }
 
-void LogFollower::skip_backlog(int fd, uint64_t& offset, uint64_t& lines, uint64_t end) {
+void LogFollower::skip_backlog(uint64_t end) {
   uint64_t cut = end - m_limits.max_catch_up;
   // The sink's line marks say where a line ended and how many came before: jump
   // there without reading what lies between.
-  if (auto mark = m_sink.line_mark_before(cut); mark && mark->offset > offset) {
-    skipped(mark->offset - offset, mark->lines - lines);
-    offset = mark->offset;
-    lines = mark->lines;
+  if (auto mark = m_sink.line_mark_before(cut); mark && mark->offset > m_offset) {
+    skipped(mark->offset - m_offset, mark->lines - m_lines);
+    m_offset = mark->offset;
+    m_lines = mark->lines;
     return;
   }
   // No mark in reach (very long lines): read up to the first '\n' past the cut.
-  std::vector<char> buf(1 << 20);
   uint64_t newlines = 0;
-  uint64_t pos = offset;
-  while (pos < end) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
-    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(pos));
+  for (uint64_t pos = m_offset; pos < end;) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(m_buf.size(), end - pos));
+    ssize_t n = ::pread(m_fd.get(), m_buf.data(), want, static_cast<off_t>(pos));
     if (n <= 0) {
       return;  // can't read: scan on from where we were
     }
-    const char* p = buf.data();
+    const char* p = m_buf.data();
     const char* stop = p + n;
     while (const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p))) {
       p = static_cast<const char*>(nl) + 1;
       ++newlines;
-      uint64_t after = pos + static_cast<uint64_t>(p - buf.data());
+      uint64_t after = pos + static_cast<uint64_t>(p - m_buf.data());
       if (after > cut) {
-        skipped(after - offset, newlines);
-        offset = after;
-        lines += newlines;
+        skipped(after - m_offset, newlines);
+        m_offset = after;
+        m_lines += newlines;
         return;
       }
     }

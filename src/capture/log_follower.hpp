@@ -19,8 +19,10 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "capture/log_sink.hpp"
+#include "util/fd.hpp"
 
 namespace capture {
 
@@ -41,7 +43,9 @@ class LogFollower {
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
               Starter starter = nullptr, Limits limits = Limits());
   ~LogFollower();
-  // Call after the sink received its last byte: consumes the rest and joins.
+  // Call after the sink received its last byte: joins the thread, then reads
+  // what is left (at most Limits::max_catch_up and a mark's spacing) on the
+  // calling thread.
   void finish();
   uint64_t consumed() const { return m_consumed.load(); }
   uint64_t skipped() const { return m_skipped.load(); }
@@ -50,10 +54,12 @@ class LogFollower {
 
  private:
   void loop();
-  // At the end, with a backlog over the bound: skip from offset (after `lines`
-  // line breaks) to the end of a line near end - limits.max_catch_up (the sink's last
-  // line mark before it; else the first '\n' after it); updates both.
-  void skip_backlog(int fd, uint64_t& offset, uint64_t& lines, uint64_t end);
+  // Reads and consumes one chunk at m_offset, below end; false on EOF or error.
+  bool read_chunk(uint64_t end);
+  // At the end, with a backlog over the bound: skip from m_offset (after m_lines
+  // line breaks) to the end of a line near end - limits.max_catch_up (the sink's
+  // last line mark before it; else the first '\n' after it); updates both.
+  void skip_backlog(uint64_t end);
   void skipped(uint64_t bytes, uint64_t newlines);
   const LogSink& m_sink;
   Consumer m_consumer;
@@ -64,6 +70,12 @@ class LogFollower {
   std::atomic<bool> m_done{false};
   std::atomic<bool> m_deferred{false};
   std::atomic<uint64_t> m_consumed{0};
+  // Owned by the thread until it is joined, then by finish().
+  util::UniqueFd m_fd;
+  std::vector<char> m_buf;
+  uint64_t m_offset = 0;
+  uint64_t m_lines = 0;  // '\n' in [0, m_offset)
+  bool m_finished = false;
   std::thread m_thread;
 };
 

@@ -109,7 +109,7 @@ void LogSink::append_wrapper_lines(std::string_view lines) {
   m_job_bytes = before;  // the wrapper's lines are not job output
 }
 
-void LogSink::close() {
+void LogSink::finish_writing() {
   {
     std::lock_guard lock(m_mutex);
     if (m_stop) {
@@ -119,10 +119,13 @@ void LogSink::close() {
   }
   m_sync_cv.notify_all();
   m_readers_cv.notify_all();
+}
+
+void LogSink::close() {
+  finish_writing();
   if (m_sync_thread.joinable()) {
     m_sync_thread.join();
   }
-  ::fdatasync(m_fd.get());
 }
 
 bool LogSink::closed() const {
@@ -177,6 +180,8 @@ void LogSink::sync_loop() {
       }
     }
   }
+  lock.unlock();
+  ::fdatasync(m_fd.get());  // the last one, after the last append
 }
 
 }  // namespace capture

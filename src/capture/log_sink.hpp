@@ -45,7 +45,10 @@ class LogSink {
   void append(std::string_view bytes);
   // Appends wrapper lines (already marked), starting on a fresh line.
   void append_wrapper_lines(std::string_view lines);
-  // Final sync; stops the sync thread. Idempotent.
+  // No more appends: the sync thread makes its last fdatasync and ends, while
+  // the caller goes on (diagnosis, the report). Idempotent.
+  void finish_writing();
+  // finish_writing(), then waits for that last sync. Idempotent.
   void close();
 
   uint64_t job_bytes() const { return m_job_bytes; }
@@ -60,11 +63,11 @@ class LogSink {
   static constexpr uint64_t k_mark_spacing = 1u << 20;
   static constexpr size_t k_marks = 64;
 
-  // True once close() began: no byte will be appended any more.
+  // True once finish_writing() or close() began: no byte will be appended any more.
   bool closed() const;
   // Wakes followers (see LogFollower) when new bytes are written.
   void wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const;
-  // Sleeps until close() or max_wait, without being woken by appends.
+  // Sleeps until finish_writing() or max_wait, without being woken by appends.
   void wait_for_close(std::chrono::milliseconds max_wait) const;
 
  private:

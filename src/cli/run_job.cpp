@@ -236,7 +236,7 @@ RunEnding run_job(const RunOptions& o) {
   rep.duration_s = duration;
   tee.streams().clear();  // close our read ends: late writers get EPIPE, not a hang
   sink.append_wrapper_lines(footer(result, rep.ended, sink));
-  sink.close();
+  sink.finish_writing();  // its last fdatasync runs beside the diagnosis below
   watch.finish();
   follower.finish();
 
@@ -310,6 +310,7 @@ RunEnding run_job(const RunOptions& o) {
                  sink.first_error()->c_str(), static_cast<unsigned long long>(sink.lost_bytes()));
   }
 
+  sink.close();  // the log is on disk before the report is read or sent
   std::string notice;
   if (notify::should_notify(config, rep)) {
     NotifyOutcome outcome =
