@@ -82,7 +82,7 @@ std::chrono::milliseconds delivery_budget(std::chrono::milliseconds total) {
   return total - reserve;
 }
 
-std::vector<std::string> config_args(const std::string& config_file, const notify::Config& config,
+std::vector<std::string> config_args(const std::string& config_file,
                                      std::chrono::milliseconds timeout) {
   std::vector<std::string> args;
   if (!config_file.empty()) {
@@ -116,7 +116,7 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   util::UniqueFd rd(fds[0]), wr(fds[1]);
   std::vector<std::string> args = {"notify", "--report-outcome", "--budget",
                                    std::to_string(budget_bytes)};
-  auto more = config_args(config_file, config, delivery_budget(config.notify_timeout));
+  auto more = config_args(config_file, delivery_budget(config.notify_timeout));
   args.insert(args.end(), more.begin(), more.end());
   for (const auto& to : config.to) {
     args.insert(args.end(), {"--to", to});
@@ -199,7 +199,7 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
     return;
   }
   std::vector<std::string> args = {"outbox", "flush"};
-  auto more = config_args(config_file, config, config.notify_timeout);
+  auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way
 }
