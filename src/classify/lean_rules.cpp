@@ -1,8 +1,9 @@
 // classify/lean_rules.cpp: the embedded rules without what only people and tests read.
 //
-// `run` parses the default rules for every job; half of default_rules.toml is
-// examples, counter-examples, notes and comments, which the classifier never
-// uses. Dropping those lines before the TOML parse halves its cost. The filter
+// Half of default_rules.toml is examples, counter-examples, notes and comments,
+// which the classifier never uses. The lean table (those lines blanked) is what
+// the build turns into C++ for `run` (rulegen_main.cpp), so that `run` never
+// parses TOML for the default rules; load_default(false) gives it. The filter
 // knows only the layout of our own file (one key per line, multi-line arrays
 // closed by a line holding just "]"); a unit test checks that the lean table
 // holds the same rules as the full one.

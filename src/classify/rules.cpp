@@ -334,6 +334,9 @@ util::Result<RuleSet> RuleSet::load_string(std::string_view text, const std::str
 util::Result<RuleSet> RuleSet::load_default(bool with_documentation) {
   RuleSet set;
   Impl& impl = *set.m_impl;
+  if (!with_documentation && embedded_rule_table(impl.rules, impl.global_extract)) {
+    return set;
+  }
   Loader loader("default_rules.toml", false);
   return loader.load(with_documentation ? default_rules_toml() : lean_default_rules_toml(),
                      std::move(set), impl);

@@ -62,6 +62,8 @@ struct Rule {
   std::vector<std::string> not_examples;  // lines that must not be evidence for this rule
 
   std::string origin;  // "FILE:LINE" of the rule's table, for messages
+
+  bool operator==(const Rule&) const = default;
 };
 
 }  // namespace classify

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "classify/compiled_rules.hpp"
+#include "classify/default_rules.hpp"
 #include "classify/taxonomy.hpp"
 #include "classify/test_support.hpp"
 #include "classify/text.hpp"
@@ -241,4 +242,23 @@ TEST(RuleTable, LeanDefaultHoldsTheSameRules) {
     EXPECT_EQ(a.unless, b.unless) << a.id;
     EXPECT_TRUE(b.examples.empty());
   }
+}
+
+TEST(RuleTable, GeneratedTableIsTheParsedLeanTable) {
+  // What `run` gets (C++ generated at build time) against parsing the lean TOML now:
+  // every field of every rule, in order, and the global extractors.
+  std::vector<classify::Rule> generated;
+  std::vector<std::string> generated_extract;
+  ASSERT_TRUE(classify::embedded_rule_table(generated, generated_extract));
+  auto parsed =
+      classify::RuleSet::load_string(classify::lean_default_rules_toml(), "default_rules.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  ASSERT_EQ(generated.size(), parsed->rules().size());
+  for (size_t i = 0; i < generated.size(); ++i) {
+    EXPECT_TRUE(generated[i] == parsed->rules()[i]) << parsed->rules()[i].id;
+  }
+  EXPECT_EQ(generated_extract, parsed->global_extract());
+  auto loaded = classify::RuleSet::load_default(false);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->rules() == parsed->rules());
 }
