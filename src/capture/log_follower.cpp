@@ -20,7 +20,6 @@ LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper
       m_skipper(std::move(skipper)),
       m_starter(std::move(starter)),
       m_limits(limits) {
-  m_buf.resize(1 << 20);
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -52,12 +51,16 @@ void LogFollower::finish() {
 }
 
 bool LogFollower::read_chunk(uint64_t end) {
-  size_t want = static_cast<size_t>(std::min<uint64_t>(m_buf.size(), end - m_offset));
-  ssize_t n = ::pread(m_fd.get(), m_buf.data(), want, static_cast<off_t>(m_offset));
+  if (!m_buf) {
+    // Not zero-filled: a short job touches one page of it, not 256.
+    m_buf = std::make_unique_for_overwrite<char[]>(k_buf_size);
+  }
+  size_t want = static_cast<size_t>(std::min<uint64_t>(k_buf_size, end - m_offset));
+  ssize_t n = ::pread(m_fd.get(), m_buf.get(), want, static_cast<off_t>(m_offset));
   if (n <= 0) {
     return false;
   }
-  std::string_view chunk(m_buf.data(), static_cast<size_t>(n));
+  std::string_view chunk(m_buf.get(), static_cast<size_t>(n));
   m_lines += util::count_newlines(chunk);
   m_consumer(chunk);
   m_offset += static_cast<uint64_t>(n);
@@ -131,19 +134,22 @@ void LogFollower::skip_backlog(uint64_t end) {
     return;
   }
   // No mark in reach (very long lines): read up to the first '\n' past the cut.
+  if (!m_buf) {
+    m_buf = std::make_unique_for_overwrite<char[]>(k_buf_size);
+  }
   uint64_t newlines = 0;
   for (uint64_t pos = m_offset; pos < end;) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(m_buf.size(), end - pos));
-    ssize_t n = ::pread(m_fd.get(), m_buf.data(), want, static_cast<off_t>(pos));
+    size_t want = static_cast<size_t>(std::min<uint64_t>(k_buf_size, end - pos));
+    ssize_t n = ::pread(m_fd.get(), m_buf.get(), want, static_cast<off_t>(pos));
     if (n <= 0) {
       return;  // can't read: scan on from where we were
     }
-    const char* p = m_buf.data();
+    const char* p = m_buf.get();
     const char* stop = p + n;
     while (const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p))) {
       p = static_cast<const char*>(nl) + 1;
       ++newlines;
-      uint64_t after = pos + static_cast<uint64_t>(p - m_buf.data());
+      uint64_t after = pos + static_cast<uint64_t>(p - m_buf.get());
       if (after > cut) {
         skipped(after - m_offset, newlines);
         m_offset = after;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -72,7 +73,8 @@ class LogFollower {
   std::atomic<uint64_t> m_consumed{0};
   // Owned by the thread until it is joined, then by finish().
   util::UniqueFd m_fd;
-  std::vector<char> m_buf;
+  static constexpr size_t k_buf_size = 1 << 20;
+  std::unique_ptr<char[]> m_buf;  // allocated on first read
   uint64_t m_offset = 0;
   uint64_t m_lines = 0;  // '\n' in [0, m_offset)
   bool m_finished = false;

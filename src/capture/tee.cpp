@@ -15,7 +15,8 @@ constexpr size_t k_chunk = 256 * 1024;
 constexpr int k_pipe_size = 1 << 20;
 }  // namespace
 
-Tee::Tee(LogSink& log) : m_log(log), m_buf(k_chunk) {}
+// Not zero-filled: a job that prints little touches a page or two of it.
+Tee::Tee(LogSink& log) : m_log(log), m_buf(std::make_unique_for_overwrite<char[]>(k_chunk)) {}
 
 size_t Tee::add(util::UniqueFd pipe, int terminal) {
   ::fcntl(pipe.get(), F_SETPIPE_SZ, k_pipe_size);
@@ -64,7 +65,7 @@ size_t Tee::copy_once(size_t i) {
   if (s.eof) {
     return 0;
   }
-  ssize_t n = util::read_retry(s.pipe.get(), m_buf.data(), m_buf.size());
+  ssize_t n = util::read_retry(s.pipe.get(), m_buf.get(), k_chunk);
   if (n < 0 && errno == EAGAIN) {
     return 1;  // spurious wake-up; not EOF
   }
@@ -74,8 +75,8 @@ size_t Tee::copy_once(size_t i) {
     return 0;
   }
   auto len = static_cast<size_t>(n);
-  m_log.append(std::string_view(m_buf.data(), len));
-  write_terminal(s, m_buf.data(), len);
+  m_log.append(std::string_view(m_buf.get(), len));
+  write_terminal(s, m_buf.get(), len);
   if (!s.terminal_ok && s.terminal >= 0) {
     // The reader of our output went away: let the job see its broken pipe, as it
     // would have without the wrapper, instead of running on unseen.

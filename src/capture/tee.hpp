@@ -9,6 +9,7 @@
 // pipe it would have seen without the wrapper.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ class Tee {
   void write_terminal(Stream& s, const char* data, size_t len);
   LogSink& m_log;
   std::vector<Stream> m_streams;
-  std::vector<char> m_buf;
+  std::unique_ptr<char[]> m_buf;
   std::vector<std::string> m_notes;
 };
 

@@ -185,6 +185,40 @@ CompiledRules::~CompiledRules() {
   }
 }
 
+const hs_database* CompiledRules::database() const {
+  std::call_once(m_db_once, [this] {
+    if (m_expressions.empty()) {
+      return;
+    }
+    hs_compile_error_t* err = nullptr;
+    if (compile_multi_cached(m_expressions, m_flags, m_ids, &m_db, &err) != HS_SUCCESS) {
+      std::string message = "hyperscan: ";
+      if (err) {
+        message += err->message;
+        if (err->expression >= 0) {
+          const size_t e = static_cast<size_t>(err->expression);
+          const PatternRef& ref = m_patterns[m_ids[e]];
+          const Rule& rule = m_rules[ref.rule];
+          message = rule.origin + ": rule '" + rule.id + "': pattern '" + m_expressions[e] +
+                    "': " + err->message;
+        }
+      }
+      hs_free_compile_error(err);
+      m_db = nullptr;
+      m_db_error = message;
+    }
+  });
+  return m_db;
+}
+
+util::Status CompiledRules::compile_database() const {
+  database();
+  if (!m_db_error.empty()) {
+    return util::Error{m_db_error};
+  }
+  return util::ok_status();
+}
+
 const hs_database* CompiledRules::marker_database(uint32_t unseen) const {
   if (unseen == 0) {
     return nullptr;
@@ -244,8 +278,9 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
       clears[id] = true;
     }
   }
-  for (uint32_t r = 0; r < rules.size(); ++r) {
-    const Rule& rule = rules[r];
+  for (uint32_t r = 0; r < out->m_rules.size(); ++r) {
+    // The expressions point into out->m_rules: the database is built later.
+    const Rule& rule = out->m_rules[r];
     out->m_index[rule.id] = static_cast<int>(r);
     const bool once = rule.is_marker && !clears.count(rule.id) && out->m_once.size() < 32;
     if (once) {
@@ -294,23 +329,9 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
     resolve(rule.cleared_by, refs.cleared_by, false);
     out->m_refs.push_back(std::move(refs));
   }
-  if (!expressions.empty()) {
-    hs_compile_error_t* err = nullptr;
-    if (compile_multi_cached(expressions, flags, ids, &out->m_db, &err) != HS_SUCCESS) {
-      std::string message = "hyperscan: ";
-      if (err) {
-        message += err->message;
-        if (err->expression >= 0) {
-          const PatternRef& ref = out->m_patterns[ids[static_cast<size_t>(err->expression)]];
-          const Rule& rule = rules[ref.rule];
-          message = rule.origin + ": rule '" + rule.id + "': pattern '" +
-                    expressions[static_cast<size_t>(err->expression)] + "': " + err->message;
-        }
-      }
-      hs_free_compile_error(err);
-      return util::Error{message};
-    }
-  }
+  out->m_expressions = std::move(expressions);
+  out->m_flags = std::move(flags);
+  out->m_ids = std::move(ids);
   return std::shared_ptr<const CompiledRules>(std::move(out));
 }
 

@@ -66,14 +66,17 @@ struct PatternRef {
 class CompiledRules {
  public:
   ~CompiledRules();
-  // Builds (or loads from the cache) the Hyperscan database; RE2 regexes are left to
-  // first use. The error names the rule's origin and the pattern.
+  // Resolves the rules; the Hyperscan database is built (or loaded from the cache)
+  // on first use, and RE2 regexes too: a job that prints nothing never pays for them.
   static util::Result<std::shared_ptr<const CompiledRules>> build(
       const std::vector<Rule>& rules, const std::vector<std::string>& global_extract);
 
   const std::vector<Rule>& rules() const { return m_rules; }
-  // Every pattern except those of the "once" markers.
-  const hs_database* database() const { return m_db; }
+  // Every pattern except those of the "once" markers; built on first call (thread
+  // safe); null when there are no such patterns or the build failed.
+  const hs_database* database() const;
+  // Builds the database now; the error names the rule's origin and the pattern.
+  util::Status compile_database() const;
   // Markers that only need their first match (ids into rules(), at most 32). A
   // progress marker matches most lines of a training log; once it was seen, the
   // scanner stops paying for it by scanning with a database of the markers still
@@ -99,7 +102,12 @@ class CompiledRules {
  private:
   CompiledRules() = default;
   std::vector<Rule> m_rules;
-  hs_database* m_db = nullptr;
+  // The database's inputs (pointing into m_rules), kept for the build on first use.
+  std::vector<const char*> m_expressions;
+  std::vector<unsigned> m_flags, m_ids;
+  mutable std::once_flag m_db_once;
+  mutable hs_database* m_db = nullptr;
+  mutable std::string m_db_error;
   std::vector<uint32_t> m_once;
   mutable std::mutex m_mutex;
   mutable std::map<uint32_t, hs_database*> m_marker_dbs;

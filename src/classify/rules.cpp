@@ -398,8 +398,12 @@ util::Result<RuleSet> load_rules(const std::vector<std::string>& extra) {
     }
     return util::Error{all};
   }
-  if (auto compiled = compiled_rules(*rules); !compiled) {
+  auto compiled = compiled_rules(*rules);
+  if (!compiled) {
     return util::Error{compiled.error()};
+  }
+  if (auto st = (*compiled)->compile_database(); !st) {
+    return util::Error{st.error()};
   }
   return rules;
 }

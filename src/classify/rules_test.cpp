@@ -73,6 +73,8 @@ TEST(RuleTable, PatternsCompileInBothEngines) {
   }
   auto compiled = compiled_rules(default_rules());
   ASSERT_TRUE(compiled.ok()) << compiled.error();
+  auto database = (*compiled)->compile_database();
+  EXPECT_TRUE(database.ok()) << database.error();
 }
 
 TEST(RuleTable, ScannersInThreadsShareLazyRegexes) {

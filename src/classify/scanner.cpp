@@ -128,9 +128,11 @@ struct Scanner::Impl {
     }
     if (rules) {
       matches.clear();
-      if (rules->database()) {
-        hs_scan(rules->database(), b.text.data(), static_cast<unsigned>(b.text.size()), 0, scratch,
-                on_match, &matches);
+      // Built and sized on the first block: a job that printed nothing never needs them.
+      const hs_database_t* main_db = rules->database();
+      if (main_db && hs_alloc_scratch(main_db, &scratch) == HS_SUCCESS) {
+        hs_scan(main_db, b.text.data(), static_cast<unsigned>(b.text.size()), 0, scratch, on_match,
+                &matches);
       }
       if (const hs_database_t* db = rules->marker_database(unseen_markers(into))) {
         // hs_alloc_scratch only grows the scratch when this database needs more.
@@ -288,14 +290,6 @@ Scanner::Scanner(const RuleSet& rules) : m_impl(std::make_unique<Impl>()) {
       }
     }
     s.rule_label.push_back(index);
-  }
-  if (s.rules->database() && hs_alloc_scratch(s.rules->database(), &s.scratch) != HS_SUCCESS) {
-    s.rules.reset();
-    return;
-  }
-  if (const hs_database_t* db = s.rules->marker_database(s.unseen_markers(s.hits));
-      db && hs_alloc_scratch(db, &s.scratch) != HS_SUCCESS) {
-    s.rules.reset();
   }
   s.block.text.reserve(k_block_bytes + k_line_cap + 1);
 }
