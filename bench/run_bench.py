@@ -38,18 +38,24 @@ def timed(argv, stdout=subprocess.DEVNULL, env=None, shell=False):
 
 def overhead(work, env):
     true = shutil.which("true")
+    echo = shutil.which("echo")
     logs = os.path.join(work, "logs")
-    cmd = [BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--", true]
-    nolb = cmd[:3] + ["--no-line-buffer"] + cmd[3:]
-    bare, wrapped, wrapped_nolb = [], [], []
-    for _ in range(RUNS):  # interleaved, so machine noise hits all three alike
-        bare.append(timed([true], env=env)[0])
-        wrapped.append(timed(cmd, env=env)[0])
-        wrapped_nolb.append(timed(nolb, env=env)[0])
-    b, w, n = (statistics.median(x) for x in (bare, wrapped, wrapped_nolb))
+    wrap = [BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--"]
+    nolb = wrap[:3] + ["--no-line-buffer"] + wrap[3:]
+    jobs = {"bare": [true], "wrapped": wrap + [true], "wrapped_nolb": nolb + [true],
+            # A job that prints: its line is diagnosed, so the rule database is loaded.
+            "echo": [echo, "step 1 loss 2.3"], "wrapped_echo": wrap + [echo, "step 1 loss 2.3"]}
+    times = {k: [] for k in jobs}
+    for _ in range(RUNS):  # interleaved, so machine noise hits all alike
+        for k, argv in jobs.items():
+            times[k].append(timed(argv, env=env)[0])
+    m = {k: statistics.median(v) for k, v in times.items()}
+    b, w, n = m["bare"], m["wrapped"], m["wrapped_nolb"]
     print(f"added time per job        true: {b * 1e3:7.3f} ms   gpualert run -- true: {w * 1e3:7.3f} ms"
           f"   added: {(w - b) * 1e3:.3f} ms (median of {RUNS}; bar < 3 ms)")
     print(f"    with --no-line-buffer (no stdbuf preload in the job): {n * 1e3:.3f} ms, added {(n - b) * 1e3:.3f} ms")
+    print(f"    a job printing one line: echo {m['echo'] * 1e3:.3f} ms, wrapped {m['wrapped_echo'] * 1e3:.3f} ms,"
+          f" added {(m['wrapped_echo'] - m['echo']) * 1e3:.3f} ms")
     shutil.rmtree(logs, ignore_errors=True)
 
 
