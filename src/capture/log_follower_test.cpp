@@ -26,6 +26,25 @@ struct TempLog {
   }
 };
 
+// Follows a closed sink to its end with a bounded catch-up: what was read, and
+// what was skipped (bytes, lines).
+struct Followed {
+  std::string seen;
+  uint64_t skipped_bytes = 0, skipped_lines = 0;
+};
+Followed follow_to_end(const capture::LogSink& sink, uint64_t max_catch_up) {
+  Followed f;
+  capture::LogFollower follower(
+      sink, [&](std::string_view b) { f.seen.append(b); },
+      [&](uint64_t bytes, uint64_t lines) {
+        f.skipped_bytes += bytes;
+        f.skipped_lines += lines;
+      },
+      nullptr, capture::FollowerLimits{max_catch_up});
+  follower.finish();
+  return f;
+}
+
 }  // namespace
 
 TEST(LogFollower, SeesEveryByteInOrder) {
@@ -54,18 +73,7 @@ TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
     sink.append(line);
   }
   sink.close();
-  std::string seen;
-  uint64_t skipped_bytes = 0, skipped_lines = 0;
-  {
-    capture::LogFollower follower(
-        sink, [&](std::string_view b) { seen.append(b); },
-        [&](uint64_t bytes, uint64_t lines) {
-          skipped_bytes += bytes;
-          skipped_lines += lines;
-        },
-        nullptr, capture::LogFollower::Limits{50'000});
-    follower.finish();
-  }
+  auto [seen, skipped_bytes, skipped_lines] = follow_to_end(sink, 50'000);
   // Whatever was read before the end plus what was skipped is the whole log, and
   // the skip ends on a line boundary.
   EXPECT_EQ(seen.size() + skipped_bytes, 1'000'000u);
@@ -126,16 +134,7 @@ TEST(LogFollower, SkipsThroughLineMarksWithExactLineCounts) {
     sink.append(line);
   }
   sink.close();
-  std::string seen;
-  uint64_t skipped_bytes = 0, skipped_lines = 0;
-  capture::LogFollower follower(
-      sink, [&](std::string_view b) { seen.append(b); },
-      [&](uint64_t bytes, uint64_t lines) {
-        skipped_bytes += bytes;
-        skipped_lines += lines;
-      },
-      nullptr, capture::FollowerLimits{1u << 20});
-  follower.finish();
+  auto [seen, skipped_bytes, skipped_lines] = follow_to_end(sink, 1u << 20);
   ASSERT_GT(skipped_bytes, 0u);
   EXPECT_LE(seen.size(), (1u << 20) + capture::LogSink::k_mark_spacing + 200);
   EXPECT_EQ(skipped_bytes + seen.size(), all.size());
