@@ -49,8 +49,12 @@ class RunTestCase(unittest.TestCase):
         return p, self.only_run_dir()
 
     def only_run_dir(self, base=None):
-        dirs = sorted(glob.glob(os.path.join(base or self.logs, "*", "output.log")))
-        return os.path.dirname(dirs[-1]) if dirs else None
+        """The run directory under base, or the newest one; tests that run several
+        jobs rename the ones they are done with to NAME.done, which is skipped
+        (names sort by pid, which says nothing about order)."""
+        logs = glob.glob(os.path.join(base or self.logs, "*", "output.log"))
+        dirs = [os.path.dirname(p) for p in logs if not os.path.dirname(p).endswith(".done")]
+        return max(dirs, key=lambda d: os.stat(d).st_mtime_ns) if dirs else None
 
     @staticmethod
     def job_output(run_dir):
