@@ -21,6 +21,8 @@ import tempfile
 import time
 
 BIN = os.path.abspath(sys.argv[1])
+# The floor: bench/minimal_wrapper.c, built beside the binary (build/bench/).
+FLOOR = os.path.join(os.path.dirname(BIN), "bench", "minimal_wrapper")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
@@ -40,15 +42,21 @@ def overhead(work, env):
     true = shutil.which("true")
     echo = shutil.which("echo")
     logs = os.path.join(work, "logs")
+    floor_dirs = os.path.join(work, "floor")
+    os.makedirs(floor_dirs, exist_ok=True)
     wrap = [BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--"]
     nolb = wrap[:3] + ["--no-line-buffer"] + wrap[3:]
-    jobs = {"bare": [true], "wrapped": wrap + [true], "wrapped_nolb": nolb + [true],
+    line = "step 1 loss 2.3"
+    jobs = {"bare": lambda i: [true], "wrapped": lambda i: wrap + [true],
+            "wrapped_nolb": lambda i: nolb + [true],
             # A job that prints: its line is diagnosed, so the rule database is loaded.
-            "echo": [echo, "step 1 loss 2.3"], "wrapped_echo": wrap + [echo, "step 1 loss 2.3"]}
+            "echo": lambda i: [echo, line], "wrapped_echo": lambda i: wrap + [echo, line]}
+    if os.path.exists(FLOOR):
+        jobs["floor"] = lambda i: [FLOOR, os.path.join(floor_dirs, str(i)), true]
     times = {k: [] for k in jobs}
-    for _ in range(RUNS):  # interleaved, so machine noise hits all alike
+    for i in range(RUNS):  # interleaved, so machine noise hits all alike
         for k, argv in jobs.items():
-            times[k].append(timed(argv, env=env)[0])
+            times[k].append(timed(argv(i), env=env)[0])
     m = {k: statistics.median(v) for k, v in times.items()}
     b, w, n = m["bare"], m["wrapped"], m["wrapped_nolb"]
     print(f"added time per job        true: {b * 1e3:7.3f} ms   gpualert run -- true: {w * 1e3:7.3f} ms"
@@ -56,7 +64,11 @@ def overhead(work, env):
     print(f"    with --no-line-buffer (no stdbuf preload in the job): {n * 1e3:.3f} ms, added {(n - b) * 1e3:.3f} ms")
     print(f"    a job printing one line: echo {m['echo'] * 1e3:.3f} ms, wrapped {m['wrapped_echo'] * 1e3:.3f} ms,"
           f" added {(m['wrapped_echo'] - m['echo']) * 1e3:.3f} ms")
+    if "floor" in m:
+        print(f"    floor (bench/minimal_wrapper.c: the syncs before and after, fork/exec, copy): "
+              f"{m['floor'] * 1e3:.3f} ms, added {(m['floor'] - b) * 1e3:.3f} ms")
     shutil.rmtree(logs, ignore_errors=True)
+    shutil.rmtree(floor_dirs, ignore_errors=True)
 
 
 def capture(work, env):
@@ -72,13 +84,14 @@ def capture(work, env):
         ("redirect+sync", f"cat {data} > {out} && sync {out}"),
         ("tee", f"cat {data} | tee {out} > /dev/null"),
         ("gpualert", f"{BIN} run -q --notify never --log-dir {logs} -- cat {data} > /dev/null"),
-    )
+    ) + ((("floor (C)", f"{FLOOR} {logs}-floor cat {data} > /dev/null"),) if os.path.exists(FLOOR) else ())
     rows = {}
     for _ in range(5):  # interleaved, best of 5: noise from other work hits every variant alike
         for name, cmd in variants:
             if os.path.exists(out):
                 os.unlink(out)
             shutil.rmtree(logs, ignore_errors=True)
+            shutil.rmtree(logs + "-floor", ignore_errors=True)
             subprocess.run(["sync"])  # start each variant with no dirty pages of the previous one
             t, usage, rc = timed(cmd, shell=True, env=env)
             assert rc == 0, (name, rc)
@@ -96,9 +109,12 @@ def capture(work, env):
         if name == "gpualert":
             note = (f"   (bar <= 2x redirect, aim 1.2x; the log is synced every second and at the end,"
                     f" so {t / rows['redirect+sync']:.2f}x redirect+sync)")
+        if name.startswith("floor"):
+            note = "   (bench/minimal_wrapper.c: pipe, read/write copy, the same syncs; no stderr, no diagnosis)"
         print(f"    {name:14s} {t:.3f} s ({size / t:5.0f} MB/s)  {t / base:.2f}x redirect{note}")
     print(f"peak RSS of the wrapper while copying: {usage.ru_maxrss / 1024:.1f} MiB (bar < 16 MiB)")
     shutil.rmtree(logs, ignore_errors=True)
+    shutil.rmtree(logs + "-floor", ignore_errors=True)
 
 
 def line_buffering(work, env):
