@@ -8,6 +8,7 @@
 #include "classify/taxonomy.hpp"
 #include "classify/test_support.hpp"
 #include "classify/text.hpp"
+#include "util/text.hpp"
 
 namespace classify {
 namespace {
@@ -113,7 +114,7 @@ TEST(RuleTable, EveryPatternRuleHasExamplesThatMatch) {
           << rule.id << " does not match its example: " << example;
       // RE2 must agree with Hyperscan (fields and the grep export rely on it).
       std::string scratch;
-      auto text = strip_prefixes(strip_ansi(example, scratch)).text;
+      auto text = strip_prefixes(util::strip_ansi(example, scratch)).text;
       bool re2_match = std::any_of(rule.patterns.begin(), rule.patterns.end(), [&](auto& p) {
         RE2 re(p, re2_options(rule.caseless));
         return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re);

@@ -17,6 +17,7 @@
 #include "classify/rule_set_impl.hpp"
 #include "classify/taxonomy.hpp"
 #include "classify/text.hpp"
+#include "util/text.hpp"
 
 namespace classify {
 
@@ -96,7 +97,7 @@ struct Scanner::Impl {
   }
 
   void add(Block& b, std::string_view raw, uint64_t line) {
-    std::string_view text = strip_ansi(raw, ansi);
+    std::string_view text = util::strip_ansi(raw, ansi);
     Stripped stripped = strip_prefixes(text);
     if (stripped.text.empty()) {
       return;

@@ -113,46 +113,6 @@ size_t strip_one(std::string_view s, int* rank) {
 
 }  // namespace
 
-std::string_view strip_ansi(std::string_view in, std::string& scratch) {
-  const char* esc = static_cast<const char*>(std::memchr(in.data(), '\x1b', in.size()));
-  if (!esc) {
-    return in;
-  }
-  scratch.clear();
-  size_t i = 0;
-  const size_t n = in.size();
-  while (i < n) {
-    char c = in[i];
-    if (c != '\x1b') {
-      scratch.push_back(c);
-      ++i;
-      continue;
-    }
-    if (i + 1 >= n) {
-      break;
-    }
-    char kind = in[i + 1];
-    i += 2;
-    if (kind == '[') {
-      while (i < n && static_cast<unsigned char>(in[i]) >= 0x20 &&
-             static_cast<unsigned char>(in[i]) <= 0x3f) {
-        ++i;  // parameters and intermediates
-      }
-      if (i < n && static_cast<unsigned char>(in[i]) >= 0x40 &&
-          static_cast<unsigned char>(in[i]) <= 0x7e) {
-        ++i;  // final byte
-      }
-    } else if (kind == ']') {
-      while (i < n && in[i] != '\x07' && !(in[i] == '\x1b' && i + 1 < n && in[i + 1] == '\\')) {
-        ++i;
-      }
-      i += (i < n && in[i] == '\x07') ? 1 : 2;
-    }
-    // other two-byte escapes: both bytes dropped
-  }
-  return scratch;
-}
-
 Stripped strip_prefixes(std::string_view line) {
   Stripped out{line, -1};
   // Most lines start with none of '[', a digit, a space or a glog severity letter.

@@ -11,10 +11,7 @@
 
 namespace classify {
 
-// Removes ANSI escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL/ST",
-// two-byte escapes). Returns `in` itself when it holds no ESC; otherwise the
-// stripped text, stored in `scratch`.
-std::string_view strip_ansi(std::string_view in, std::string& scratch);
+// ANSI escape sequences are removed with util::strip_ansi (shared with the mail's log tail).
 
 struct Stripped {
   std::string_view text;  // the line without the prefixes below

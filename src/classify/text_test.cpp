@@ -56,15 +56,6 @@ TEST(LineSplitter, CountsLines) {
   EXPECT_EQ(s.lines(), 3u);
 }
 
-TEST(Text, StripAnsi) {
-  std::string scratch;
-  EXPECT_EQ(strip_ansi("plain", scratch), "plain");
-  EXPECT_EQ(strip_ansi("\x1b[31mRuntimeError\x1b[0m: CUDA out\x1b[1;33m of memory", scratch),
-            "RuntimeError: CUDA out of memory");
-  EXPECT_EQ(strip_ansi("\x1b]0;title\x07text\x1b[K", scratch), "text");
-  EXPECT_EQ(strip_ansi("end\x1b", scratch), "end");
-}
-
 TEST(Text, StripPrefixes) {
   auto s = strip_prefixes("[rank3]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] msg");
   EXPECT_EQ(s.text, "msg");

@@ -10,51 +10,6 @@
 
 namespace notify {
 
-std::string strip_ansi(std::string_view line) {
-  std::string out;
-  out.reserve(line.size());
-  size_t i = 0;
-  while (i < line.size()) {
-    unsigned char c = static_cast<unsigned char>(line[i]);
-    if (c != 0x1b) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    if (i + 1 >= line.size()) {
-      break;
-    }
-    char kind = line[i + 1];
-    i += 2;
-    if (kind == '[') {  // CSI: parameters, intermediates, one final byte
-      while (i < line.size() && static_cast<unsigned char>(line[i]) >= 0x20 &&
-             static_cast<unsigned char>(line[i]) <= 0x3f) {
-        ++i;
-      }
-      if (i < line.size()) {
-        ++i;
-      }
-    } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^') {  // OSC/DCS: to BEL or ST
-      while (i < line.size()) {
-        if (line[i] == '\a') {
-          ++i;
-          break;
-        }
-        if (line[i] == 0x1b && i + 1 < line.size() && line[i + 1] == '\\') {
-          i += 2;
-          break;
-        }
-        ++i;
-      }
-    } else if (kind == '(' || kind == ')' || kind == '#') {  // charset selection: one more byte
-      if (i < line.size()) {
-        ++i;
-      }
-    }
-  }
-  return out;
-}
-
 std::string collapse_redraws(std::string_view line) {
   while (!line.empty() && line.back() == '\r') {
     line.remove_suffix(1);
@@ -87,7 +42,8 @@ std::string valid_utf8(std::string_view s) {
 }
 
 std::string clean_log_line(std::string_view raw) {
-  std::string text = valid_utf8(collapse_redraws(strip_ansi(raw)));
+  std::string scratch;
+  std::string text = valid_utf8(collapse_redraws(util::strip_ansi(raw, scratch)));
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

@@ -13,9 +13,6 @@
 
 namespace notify {
 
-// Removes ANSI escape sequences (CSI, OSC, two-byte ESC sequences).
-std::string strip_ansi(std::string_view line);
-
 // A terminal line redrawn with '\r' (progress bars): keeps only the last
 // non-empty redraw. "a\rb\rc" -> "c"; a trailing '\r' (CRLF logs) is ignored.
 std::string collapse_redraws(std::string_view line);
@@ -24,7 +21,7 @@ std::string collapse_redraws(std::string_view line);
 // as UTF-8 are valid.
 std::string valid_utf8(std::string_view text);
 
-// strip_ansi + collapse_redraws + valid_utf8 + tabs kept, other controls -> '?'.
+// util::strip_ansi + collapse_redraws + valid_utf8 + tabs kept, other controls -> '?'.
 std::string clean_log_line(std::string_view raw);
 
 // Masks the values of obvious secrets: assignments to names ending in token,

@@ -5,14 +5,6 @@
 namespace notify {
 namespace {
 
-TEST(TextFilters, StripsAnsiColourCursorAndTitleSequences) {
-  EXPECT_EQ(strip_ansi("\x1b[1;31mError\x1b[0m: x"), "Error: x");
-  EXPECT_EQ(strip_ansi("a\x1b[2Kb\x1b[1Ac"), "abc");
-  EXPECT_EQ(strip_ansi("\x1b]0;title\x07text"), "text");
-  EXPECT_EQ(strip_ansi("\x1b]8;;http://x\x1b\\link"), "link");
-  EXPECT_EQ(strip_ansi("\x1b(Bplain"), "plain");
-}
-
 TEST(TextFilters, CollapsesProgressBarRedrawsToTheLastOne) {
   EXPECT_EQ(collapse_redraws("  1%|#   |\r 50%|##  |\r100%|####|"), "100%|####|");
   EXPECT_EQ(collapse_redraws("windows line\r"), "windows line");

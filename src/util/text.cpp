@@ -3,10 +3,12 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace util {
 
@@ -221,13 +223,14 @@ std::string iso8601_local(std::time_t t) {
   std::tm tm{};
   localtime_r(&t, &tm);
   char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
-  std::string s(buf);
-  // %z gives +0100; ISO 8601 extended form wants +01:00.
-  if (s.size() >= 5) {
-    s.insert(s.size() - 2, ":");
+  size_t n = std::strftime(buf, sizeof buf - 1, "%Y-%m-%dT%H:%M:%S%z", &tm);
+  // %z gives +0100; ISO 8601 extended form wants +01:00 (done in the buffer: GCC 12
+  // warns falsely about std::string::insert here).
+  if (n >= 5) {
+    std::memmove(buf + n - 1, buf + n - 2, 3);  // the last two digits and the NUL
+    buf[n - 2] = ':';
   }
-  return s;
+  return buf;
 }
 
 std::string compact_local(std::time_t t) {
@@ -270,6 +273,47 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
     return 0;
   }
   return len;
+}
+
+std::string_view strip_ansi(std::string_view in, std::string& scratch) {
+  const char* esc = static_cast<const char*>(std::memchr(in.data(), '\x1b', in.size()));
+  if (!esc) {
+    return in;
+  }
+  scratch.clear();
+  scratch.reserve(in.size());
+  size_t i = 0;
+  const size_t n = in.size();
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(in[k]); };
+  while (i < n) {
+    if (in[i] != '\x1b') {
+      scratch.push_back(in[i]);
+      ++i;
+      continue;
+    }
+    if (i + 1 >= n) {
+      break;
+    }
+    char kind = in[i + 1];
+    i += 2;
+    if (kind == '[') {  // CSI: parameters and intermediates, then one final byte
+      while (i < n && byte(i) >= 0x20 && byte(i) <= 0x3f) {
+        ++i;
+      }
+      if (i < n && byte(i) >= 0x40 && byte(i) <= 0x7e) {
+        ++i;
+      }
+    } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^') {  // to BEL or ST
+      while (i < n && in[i] != '\x07' && !(in[i] == '\x1b' && i + 1 < n && in[i + 1] == '\\')) {
+        ++i;
+      }
+      i = std::min(n, i + ((i < n && in[i] == '\x07') ? 1 : 2));
+    } else if (kind == '(' || kind == ')' || kind == '#') {  // charset: one more byte
+      i = std::min(n, i + 1);
+    }
+    // any other two-byte escape: both bytes dropped
+  }
+  return scratch;
 }
 
 std::string printable_line(std::string_view text) {

@@ -36,6 +36,12 @@ std::string compact_local(std::time_t t);
 size_t utf8_sequence_length(std::string_view text, size_t i);
 inline constexpr std::string_view k_replacement_character = "\xEF\xBF\xBD";  // U+FFFD
 
+// Removes terminal escape sequences: CSI "ESC [ params final", OSC/DCS/APC/PM
+// "ESC ] ... BEL or ESC \\", charset selection "ESC ( B", other two-byte escapes.
+// Returns `in` itself when it holds no ESC (no copy: the scanner's hot path);
+// otherwise the stripped text, stored in `scratch`.
+std::string_view strip_ansi(std::string_view in, std::string& scratch);
+
 // Replaces control characters (and invalid UTF-8 bytes) so the text is one printable line.
 std::string printable_line(std::string_view text);
 // Keeps [A-Za-z0-9._-], maps everything else to '_', at most max_len bytes, never empty.

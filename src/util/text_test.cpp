@@ -96,3 +96,18 @@ TEST(CountNewlines, MatchesAPlainCountAtEveryLengthAndAlignment) {
   std::string all(100000, '\n');
   EXPECT_EQ(util::count_newlines(all), 100000u);
 }
+
+TEST(StripAnsi, ColourCursorTitleHyperlinkAndCharsetSequences) {
+  std::string scratch;
+  auto strip = [&](std::string_view in) { return std::string(util::strip_ansi(in, scratch)); };
+  EXPECT_EQ(strip("plain"), "plain");
+  EXPECT_EQ(strip("\x1b[31mRuntimeError\x1b[0m: CUDA out\x1b[1;33m of memory"),
+            "RuntimeError: CUDA out of memory");
+  EXPECT_EQ(strip("\x1b]0;title\x07text\x1b[K"), "text");
+  EXPECT_EQ(strip("end\x1b"), "end");
+  EXPECT_EQ(strip("\x1b[1;31mError\x1b[0m: x"), "Error: x");
+  EXPECT_EQ(strip("a\x1b[2Kb\x1b[1Ac"), "abc");
+  EXPECT_EQ(strip("\x1b]0;title\x07text"), "text");
+  EXPECT_EQ(strip("\x1b]8;;http://x\x1b\\link"), "link");
+  EXPECT_EQ(strip("\x1b(Bplain"), "plain");
+}

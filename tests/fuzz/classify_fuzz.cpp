@@ -10,6 +10,7 @@
 #include "classify/classifier.hpp"
 #include "classify/line_splitter.hpp"
 #include "classify/text.hpp"
+#include "util/text.hpp"
 
 namespace {
 
@@ -79,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   std::string scratch;
-  std::string_view stripped = classify::strip_ansi(log, scratch);
+  std::string_view stripped = util::strip_ansi(log, scratch);
   (void)classify::strip_prefixes(stripped);
   (void)classify::printable(log, 256);
 
