@@ -21,34 +21,33 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   }
   Outbox outbox(outbox_dir(config), sent_dir(config));
   std::vector<std::string> ids;
-  bool smtp = !config.smtp_url.empty() || !has_channel(config);
   std::string first_queued;
-  if (smtp) {
+  // Each channel's message goes to the outbox first; a failure is noted and the
+  // other channel still gets its chance.
+  auto queue = [&](EntryMeta m, std::string_view payload) {
+    m.subject = notice->subject;
+    m.run_dir = rn.run_dir;
+    auto added = outbox.add(m, payload);
+    if (!added) {
+      out.detail += (out.detail.empty() ? "" : "; ") + added.error();
+      return;
+    }
+    ids.push_back(added->id);
+    if (first_queued.empty()) {
+      first_queued = outbox.payload_path(*added);
+    }
+  };
+  if (!config.smtp_url.empty() || !has_channel(config)) {
     EntryMeta m;
     m.channel = "smtp";
     m.to = config.to;
-    m.subject = notice->subject;
-    m.run_dir = rn.run_dir;
-    auto added = outbox.add(m, notice->message);
-    if (!added) {
-      out.detail = added.error();
-    } else {
-      ids.push_back(added->id);
-      first_queued = outbox.payload_path(*added);
-    }
+    queue(std::move(m), notice->message);
   }
   if (!config.webhook_url.empty()) {
     EntryMeta m;
     m.channel = "webhook";
     m.format = config.webhook_format;
-    m.subject = notice->subject;
-    m.run_dir = rn.run_dir;
-    auto added = outbox.add(m, notice->webhook_payload);
-    if (!added) {
-      out.detail += (out.detail.empty() ? "" : "; ") + added.error();
-    } else {
-      ids.push_back(added->id);
-    }
+    queue(std::move(m), notice->webhook_payload);
   }
   if (ids.empty()) {
     return out;  // not even the outbox could be written: detail says why

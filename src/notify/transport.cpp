@@ -88,23 +88,47 @@ bool plausible_smtp_url(const std::string& url) {
   return url.rfind("smtp://", 0) == 0 || url.rfind("smtps://", 0) == 0;
 }
 
-void common_options(CURL* c, std::chrono::milliseconds timeout, char* err,
-                    std::string* last_reply) {
+// One transfer: the handle, its error buffer and the server's last reply line,
+// set up the same way for SMTP and webhooks (no signals, the deadline, a connect
+// timeout within it, the trace callback, the URL and an optional CA file).
+struct Request {
+  std::unique_ptr<CURL, CurlDeleter> handle;
+  char err[CURL_ERROR_SIZE] = "";
+  std::string last_reply;
+
+  CURL* get() const { return handle.get(); }
+  SendResult finish(CURLcode rc) const;
+};
+
+// Null when libcurl can't make a handle. The Request is heap-held: libcurl keeps
+// pointers to its error buffer and reply string.
+std::unique_ptr<Request> open_request(const std::string& url, const std::string& ca_file,
+                                      std::chrono::milliseconds timeout) {
+  auto req = std::make_unique<Request>();
+  req->handle.reset(curl_easy_init());
+  CURL* c = req->get();
+  if (!c) {
+    return nullptr;
+  }
   long total = std::max<long>(1, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 15000));
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, req->err);
   curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, trace);
-  curl_easy_setopt(c, CURLOPT_DEBUGDATA, last_reply);
-  curl_easy_setopt(c, CURLOPT_VERBOSE,
-                   1L);  // needed for the trace callback; it prints nothing itself
+  curl_easy_setopt(c, CURLOPT_DEBUGDATA, &req->last_reply);
+  curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);  // needed for the trace callback; it prints nothing
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  if (!ca_file.empty()) {
+    curl_easy_setopt(c, CURLOPT_CAINFO, ca_file.c_str());
+  }
+  return req;
 }
 
-SendResult finish(CURL* c, CURLcode rc, const char* err, const std::string& last_reply) {
+SendResult Request::finish(CURLcode rc) const {
   SendResult r;
   r.curl_code = rc;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.response);
+  curl_easy_getinfo(get(), CURLINFO_RESPONSE_CODE, &r.response);
   if (rc == CURLE_OK) {
     r.ok = true;
     return r;
@@ -161,22 +185,15 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
     bad.detail = password.error();
     return bad;
   }
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) {
+  auto req = open_request(config.smtp_url, config.smtp_ca_file, timeout);
+  if (!req) {
     bad.detail = "curl_easy_init failed";
     return bad;
   }
-  CURL* c = curl.get();
-  char err[CURL_ERROR_SIZE] = "";
-  std::string last_reply;
-  common_options(c, timeout, err, &last_reply);
-  curl_easy_setopt(c, CURLOPT_URL, config.smtp_url.c_str());
+  CURL* c = req->get();
   bool has_login = !config.smtp_user.empty();
   // STARTTLS whenever offered; insisted on when we would otherwise send a password in clear.
   curl_easy_setopt(c, CURLOPT_USE_SSL, has_login ? CURLUSESSL_ALL : CURLUSESSL_TRY);
-  if (!config.smtp_ca_file.empty()) {
-    curl_easy_setopt(c, CURLOPT_CAINFO, config.smtp_ca_file.c_str());
-  }
   if (has_login) {
     curl_easy_setopt(c, CURLOPT_USERNAME, config.smtp_user.c_str());
     curl_easy_setopt(c, CURLOPT_PASSWORD, password->c_str());
@@ -199,8 +216,7 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
   curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
   curl_easy_setopt(c, CURLOPT_READDATA, &up);
   curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(message.size()));
-  CURLcode rc = curl_easy_perform(c);
-  return finish(c, rc, err, last_reply);
+  return req->finish(curl_easy_perform(c));
 }
 
 SendResult webhook_post(const Config& config, std::string_view json,
@@ -211,20 +227,14 @@ SendResult webhook_post(const Config& config, std::string_view json,
     bad.detail = "no webhook configured (GPUALERT_WEBHOOK_URL)";
     return bad;
   }
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) {
+  auto req = open_request(config.webhook_url, config.smtp_ca_file, timeout);
+  if (!req) {
     bad.detail = "curl_easy_init failed";
     return bad;
   }
-  CURL* c = curl.get();
-  char err[CURL_ERROR_SIZE] = "";
-  std::string last_reply, body;
-  common_options(c, timeout, err, &last_reply);
-  curl_easy_setopt(c, CURLOPT_URL, config.webhook_url.c_str());
+  CURL* c = req->get();
+  std::string body;
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  if (!config.smtp_ca_file.empty()) {
-    curl_easy_setopt(c, CURLOPT_CAINFO, config.smtp_ca_file.c_str());
-  }
   std::unique_ptr<curl_slist, SlistDeleter> hdrs(
       curl_slist_append(nullptr, "Content-Type: application/json"));
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs.get());
@@ -232,8 +242,7 @@ SendResult webhook_post(const Config& config, std::string_view json,
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json.size()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(c);
-  SendResult r = finish(c, rc, err, last_reply);
+  SendResult r = req->finish(curl_easy_perform(c));
   if (r.ok && (r.response < 200 || r.response >= 300)) {
     r.ok = false;
     r.stage = "HTTP";
