@@ -14,7 +14,7 @@
 namespace capture {
 
 LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper, Starter starter,
-                         Limits limits)
+                         FollowerLimits limits)
     : m_sink(sink),
       m_consumer(std::move(consumer)),
       m_skipper(std::move(skipper)),

@@ -6,10 +6,10 @@
 // streaming classifier). Memory stays bounded whatever the job prints.
 //
 // A job that prints faster than the consumer reads: the follower falls behind.
-// While it is more than Limits::defer_backlog behind and the job keeps printing
-// faster than Limits::defer_rate, it stops reading (even idle CPU time is memory
+// While it is more than FollowerLimits::defer_backlog behind and the job keeps printing
+// faster than FollowerLimits::defer_rate, it stops reading (even idle CPU time is memory
 // bandwidth and cache the copy needs) and resumes when the job slows down. At the
-// end it reads at most Limits::max_catch_up (plus a line mark's spacing) of what
+// end it reads at most FollowerLimits::max_catch_up (plus a line mark's spacing) of what
 // it has not read, jumping over the rest through the sink's line marks, so the
 // wrapper's exit is never held for long.
 #pragma once
@@ -40,12 +40,11 @@ class LogFollower {
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
   // Runs first on the follower's thread (to load the rules beside the job, not before it).
   using Starter = std::function<void()>;
-  using Limits = FollowerLimits;
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
-              Starter starter = nullptr, Limits limits = Limits());
+              Starter starter = nullptr, FollowerLimits limits = {});
   ~LogFollower();
   // Call after the sink received its last byte: joins the thread, then reads
-  // what is left (at most Limits::max_catch_up and a mark's spacing) on the
+  // what is left (at most FollowerLimits::max_catch_up and a mark's spacing) on the
   // calling thread.
   void finish();
   uint64_t consumed() const { return m_consumed.load(); }
@@ -58,7 +57,7 @@ class LogFollower {
   // Reads and consumes one chunk at m_offset, below end; false on EOF or error.
   bool read_chunk(uint64_t end);
   // At the end, with a backlog over the bound: skip from m_offset (after m_lines
-  // line breaks) to the end of a line near end - limits.max_catch_up (the sink's
+  // line breaks) to the end of a line near end - FollowerLimits::max_catch_up (the sink's
   // last line mark before it; else the first '\n' after it); updates both.
   void skip_backlog(uint64_t end);
   void skipped(uint64_t bytes, uint64_t newlines);
@@ -66,7 +65,7 @@ class LogFollower {
   Consumer m_consumer;
   Skipper m_skipper;
   Starter m_starter;
-  Limits m_limits;
+  FollowerLimits m_limits;
   std::atomic<uint64_t> m_skipped{0};
   std::atomic<bool> m_done{false};
   std::atomic<bool> m_deferred{false};

@@ -32,20 +32,20 @@ std::string literal(const std::string& s) {
   return out + "\"";
 }
 
-std::string strings(const std::vector<std::string>& v) {
+// "{a, b, c}" with each item written by `item`.
+template <typename T, typename Item>
+std::string braced(const std::vector<T>& v, Item item) {
   std::string out = "{";
   for (size_t i = 0; i < v.size(); ++i) {
-    out += (i ? ", " : "") + literal(v[i]);
+    out += (i ? ", " : "") + item(v[i]);
   }
   return out + "}";
 }
 
+std::string strings(const std::vector<std::string>& v) { return braced(v, literal); }
+
 std::string ints(const std::vector<int>& v) {
-  std::string out = "{";
-  for (size_t i = 0; i < v.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(v[i]);
-  }
-  return out + "}";
+  return braced(v, [](int n) { return std::to_string(n); });
 }
 
 void emit_rule(std::ofstream& out, const classify::Rule& r) {
