@@ -1,5 +1,8 @@
 // The rule table itself: ids, labels, patterns, examples (style guide rule 8).
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -8,6 +11,7 @@
 #include "classify/taxonomy.hpp"
 #include "classify/test_support.hpp"
 #include "classify/text.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace classify {
@@ -264,4 +268,59 @@ TEST(RuleTable, GeneratedTableIsTheParsedLeanTable) {
   auto loaded = classify::RuleSet::load_default(false);
   ASSERT_TRUE(loaded.ok());
   EXPECT_TRUE(loaded->rules() == parsed->rules());
+}
+
+// The compiled Hyperscan database is cached per user: a cache file that is
+// garbage, cut short or empty is compiled again and replaced, never trusted.
+TEST(RuleCache, BrokenCacheFilesAreRebuilt) {
+  char dir_template[] = "/tmp/gpualert-hscache-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const char* old = std::getenv("GPUALERT_CACHE_DIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("GPUALERT_CACHE_DIR", dir.c_str(), 1);
+  const std::string toml =
+      "[[rule]]\nid = \"q\"\nlabel = \"disk_full\"\npatterns = ['quota exceeded on /scratch']\n";
+  auto classify_once = [&] {
+    auto rules = classify::RuleSet::load_string(toml, "cache.toml");
+    EXPECT_TRUE(rules.ok()) << rules.error();
+    return classify::testing::classify_text("x\nerror: quota exceeded on /scratch/u1\n",
+                                            classify::testing::exit_code(1), {}, *rules)
+        .label;
+  };
+  auto cache_files = [&] {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      files.push_back(e.path().string());
+    }
+    return files;
+  };
+  EXPECT_EQ(classify_once(), "disk_full");
+  const auto files = cache_files();
+  ASSERT_FALSE(files.empty());
+  std::map<std::string, std::string> good;
+  for (const auto& f : files) {
+    auto bytes = util::read_file(f);
+    ASSERT_TRUE(bytes.ok());
+    good[f] = *bytes;
+  }
+  for (const std::string& broken :
+       {std::string("not a hyperscan database"), std::string(), std::string("half")}) {
+    for (const auto& [f, bytes] : good) {
+      std::string content = broken == "half" ? bytes.substr(0, bytes.size() / 2) : broken;
+      ASSERT_TRUE(util::write_file_atomic(f, content).ok());
+    }
+    EXPECT_EQ(classify_once(), "disk_full") << "cache files: '" << broken << "'";
+    for (const auto& [f, bytes] : good) {
+      auto now = util::read_file(f);
+      ASSERT_TRUE(now.ok());
+      EXPECT_EQ(*now, bytes) << f << " was not rebuilt after '" << broken << "'";
+    }
+  }
+  std::filesystem::remove_all(dir);
+  if (old != nullptr) {
+    ::setenv("GPUALERT_CACHE_DIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("GPUALERT_CACHE_DIR");
+  }
 }

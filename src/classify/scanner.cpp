@@ -72,6 +72,7 @@ struct Scanner::Impl {
   std::vector<int> rule_label;        // index into labels(), -1 for markers
   std::vector<std::string> wrapper_lines;
   bool finished = false;
+  bool warmed_up = false;
   uint64_t skipped = 0;
 
   // Scratch, reused.
@@ -91,6 +92,9 @@ struct Scanner::Impl {
       return;
     }
     add(block, seg, line);
+    if (!warmed_up) {
+      warm_up();
+    }
     if (block.text.size() >= k_block_bytes) {
       flush(block, Origin::log, hits, &label_lines);
     }
@@ -108,6 +112,22 @@ struct Scanner::Impl {
     b.prefixes.append(text.data(), prefix_length);
     b.text.append(stripped.text);
     b.text.push_back('\n');
+  }
+
+  // The databases and the scratch are built when the job's first line arrives,
+  // not when its first block is scanned (at the end, for most short jobs): `run`
+  // feeds the scanner on the follower's thread while the job is still running.
+  void warm_up() {
+    warmed_up = true;
+    if (!rules) {
+      return;
+    }
+    if (const hs_database_t* db = rules->database()) {
+      hs_alloc_scratch(db, &scratch);
+    }
+    if (const hs_database_t* db = rules->marker_database(unseen_markers(hits))) {
+      hs_alloc_scratch(db, &scratch);
+    }
   }
 
   uint32_t unseen_markers(const std::vector<RuleHits>& into) const {
@@ -129,7 +149,7 @@ struct Scanner::Impl {
     }
     if (rules) {
       matches.clear();
-      // Built and sized on the first block: a job that printed nothing never needs them.
+      // Usually built by warm_up() already; kernel lines alone may come here first.
       const hs_database_t* main_db = rules->database();
       if (main_db && hs_alloc_scratch(main_db, &scratch) == HS_SUCCESS) {
         hs_scan(main_db, b.text.data(), static_cast<unsigned>(b.text.size()), 0, scratch, on_match,
