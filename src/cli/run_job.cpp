@@ -132,7 +132,11 @@ RunEnding run_job(const RunOptions& o) {
     }
     preloaded = std::move(*rules);
   }
-  OnlineDiagnosis diagnosis(std::move(preloaded));
+  // Not destroyed here: `run` ends with _Exit right after run_job returns
+  // (finish_like), so the compiled rules and the scanner are left for the kernel
+  // to take back, instead of being freed one regex at a time (~0.06 ms per job).
+  static std::optional<OnlineDiagnosis> s_diagnosis;
+  OnlineDiagnosis& diagnosis = s_diagnosis.emplace(std::move(preloaded));
 
   report::RunReport rep;
   rep.argv = o.command;
