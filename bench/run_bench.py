@@ -3,9 +3,9 @@
 
 1. Added time per job: `gpualert run --notify never -- true` against bare `true`
    (median of N runs each, interleaved so that machine noise hits both alike).
-2. Capture throughput: a job writing 512 MiB of training-style lines, wrapped
-   (terminal copy to /dev/null, log to disk) against the same job redirected to a
-   file, and against `| tee FILE >/dev/null` for scale.
+2. Capture throughput: a job printing 512 MiB of training-style lines (in 8 KiB and
+   in 64 KiB writes), wrapped (terminal copy to /dev/null, log to disk) against the
+   same job redirected to a file, and against `| tee FILE >/dev/null` for scale.
 3. Peak memory (max RSS) of the wrapper during (2).
 4. For information: the cost of line buffering for a print-per-line Python job,
    which the wrapper asks for so that the last lines survive a SIGKILL.
@@ -71,6 +71,20 @@ def overhead(work, env):
     shutil.rmtree(floor_dirs, ignore_errors=True)
 
 
+# The jobs of the capture benchmark. A job that prints writes from its own memory,
+# in blocks of its stdout buffer: dd reading the lines from the page cache stands in
+# for it, at two block sizes. `cat FILE > out` is kept for information only: GNU cat
+# (9.x) copies a file to a file inside the kernel (copy_file_range), so redirected it
+# never prints at all, while into a pipe it must read and write every byte.
+CAPTURE_JOBS = (
+    ("8 KiB writes", "dd if={data} bs=8K status=none",
+     "a job printing in 8 KiB blocks: Python's stdout buffer when stdout is not a terminal"),
+    ("64 KiB writes", "dd if={data} bs=64K status=none", "the same job in 64 KiB blocks"),
+    ("cat (info)", "cat {data}",
+     "not a printing job: redirected to a file, cat copies in the kernel (copy_file_range)"),
+)
+
+
 def capture(work, env):
     data = os.path.join(work, "train.log")
     if not os.path.exists(data) or os.path.getsize(data) < (MIB << 20) * 0.95:
@@ -79,39 +93,50 @@ def capture(work, env):
     subprocess.run(["cat", data], stdout=subprocess.DEVNULL, check=True)  # page cache
     out = os.path.join(work, "redirect.out")
     logs = os.path.join(work, "logs")
-    variants = (
-        ("redirect", f"cat {data} > {out}"),
-        ("redirect+sync", f"cat {data} > {out} && sync {out}"),
-        ("tee", f"cat {data} | tee {out} > /dev/null"),
-        ("gpualert", f"{BIN} run -q --notify never --log-dir {logs} -- cat {data} > /dev/null"),
-    ) + ((("floor (C)", f"{FLOOR} {logs}-floor cat {data} > /dev/null"),) if os.path.exists(FLOOR) else ())
+    variants = [
+        ("redirect", "{job} > {out}"),
+        ("redirect+sync", "{job} > {out} && sync {out}"),
+        ("| tee", "{job} | tee {out} > /dev/null"),
+        ("gpualert", BIN + " run -q --notify never --log-dir {logs} -- {job} > /dev/null"),
+    ]
+    if os.path.exists(FLOOR):
+        variants.append(("floor (C)", FLOOR + " {logs}-floor {job} > /dev/null"))
     rows = {}
     for _ in range(5):  # interleaved, best of 5: noise from other work hits every variant alike
-        for name, cmd in variants:
-            if os.path.exists(out):
-                os.unlink(out)
-            shutil.rmtree(logs, ignore_errors=True)
-            shutil.rmtree(logs + "-floor", ignore_errors=True)
-            subprocess.run(["sync"])  # start each variant with no dirty pages of the previous one
-            t, usage, rc = timed(cmd, shell=True, env=env)
-            assert rc == 0, (name, rc)
-            if name not in rows or t < rows[name]:
-                rows[name] = t
-    # The wrapper's own peak memory, measured without the shell in between.
+        for job_name, job, _ in CAPTURE_JOBS:
+            for name, template in variants:
+                if os.path.exists(out):
+                    os.unlink(out)
+                shutil.rmtree(logs, ignore_errors=True)
+                shutil.rmtree(logs + "-floor", ignore_errors=True)
+                subprocess.run(["sync"])  # start each variant with no dirty pages of the previous one
+                cmd = template.format(job=job.format(data=data), out=out, logs=logs)
+                t, usage, rc = timed(cmd, shell=True, env=env)
+                assert rc == 0, (name, job_name, rc)
+                key = (job_name, name)
+                if key not in rows or t < rows[key]:
+                    rows[key] = t
+    # The wrapper's own peak memory, measured without the shell in between, with the
+    # fastest printing job.
     shutil.rmtree(logs, ignore_errors=True)
-    _, usage, _ = timed([BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--", "cat", data], env=env)
-    base = rows["redirect"]
+    fastest = CAPTURE_JOBS[1][1].format(data=data).split()
+    _, usage, _ = timed([BIN, "run", "-q", "--notify", "never", "--log-dir", logs, "--"] + fastest,
+                        env=env)
     size = os.path.getsize(data) / 1e6
-    print(f"capture {size / 1.048576:.0f} MiB of training lines (cat), best of 5, interleaved")
+    print(f"capture {size / 1.048576:.0f} MiB of training lines, best of 5, interleaved: seconds, and"
+          f" the ratio to the same job redirected to a file (bar <= 2x, aim 1.2x; beat | tee)")
+    print("    " + " " * 14 + "".join(f"{j:>22s}" for j, _, _ in CAPTURE_JOBS))
     for name, _ in variants:
-        t = rows[name]
-        note = ""
-        if name == "gpualert":
-            note = (f"   (bar <= 2x redirect, aim 1.2x; the log is synced every second and at the end,"
-                    f" so {t / rows['redirect+sync']:.2f}x redirect+sync)")
-        if name.startswith("floor"):
-            note = "   (bench/minimal_wrapper.c: pipe, read/write copy, the same syncs; no stderr, no diagnosis)"
-        print(f"    {name:14s} {t:.3f} s ({size / t:5.0f} MB/s)  {t / base:.2f}x redirect{note}")
+        cells = ""
+        for job_name, _, _ in CAPTURE_JOBS:
+            t = rows[(job_name, name)]
+            cells += f"{t:>13.3f} s {t / rows[(job_name, 'redirect')]:5.2f}x"
+        print(f"    {name:14s}{cells}")
+    for job_name, job, what in CAPTURE_JOBS:
+        print(f"    {job_name}: {job.format(data='FILE')}: {what}")
+    print("    redirect+sync: the log is synced every second and at the end, a redirect never;"
+          " floor (C): bench/minimal_wrapper.c, a pipe, read/write copy and the same syncs,"
+          " no stderr, no diagnosis")
     print(f"peak RSS of the wrapper while copying: {usage.ru_maxrss / 1024:.1f} MiB (bar < 16 MiB)")
     shutil.rmtree(logs, ignore_errors=True)
     shutil.rmtree(logs + "-floor", ignore_errors=True)
