@@ -5,7 +5,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "util/count.hpp"
@@ -124,42 +123,33 @@ void LogFollower::loop() {
 }
 
 void LogFollower::skip_backlog(uint64_t end) {
-  uint64_t cut = end - m_limits.max_catch_up;
-  // The sink's line marks say where a line ended and how many came before: jump
-  // there without reading what lies between.
-  if (auto mark = m_sink.line_mark_before(cut); mark && mark->offset > m_offset) {
-    skipped(mark->offset - m_offset, mark->lines - m_lines);
-    m_offset = mark->offset;
-    m_lines = mark->lines;
+  const uint64_t cut = end - m_limits.max_catch_up;
+  // Every jump lands where the sink knows how many lines came before, so nothing
+  // is read to count them. Best: a line mark just before the cut, onto a line start.
+  if (auto mark = m_sink.line_mark_before(cut);
+      mark && mark->offset > m_offset && cut - mark->offset <= 2 * LogSink::k_mark_spacing) {
+    jump_to(*mark);
     return;
   }
-  // No mark in reach (very long lines): read up to the first '\n' past the cut.
-  if (!m_buf) {
-    m_buf = std::make_unique_for_overwrite<char[]>(k_buf_size);
+  // No mark near: a long line runs into the cut. If a line ends after the cut, jump
+  // to the first place known where one does (less than the catch-up is left).
+  const LineMark last = m_sink.last_line_end();
+  if (last.offset > cut) {
+    auto after = m_sink.line_mark_after(cut);
+    jump_to(after && after->offset < last.offset ? *after : last);
+    return;
   }
-  uint64_t newlines = 0;
-  for (uint64_t pos = m_offset; pos < end;) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(k_buf_size, end - pos));
-    ssize_t n = ::pread(m_fd.get(), m_buf.get(), want, static_cast<off_t>(pos));
-    if (n <= 0) {
-      return;  // can't read: scan on from where we were
-    }
-    const char* p = m_buf.get();
-    const char* stop = p + n;
-    while (const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p))) {
-      p = static_cast<const char*>(nl) + 1;
-      ++newlines;
-      uint64_t after = pos + static_cast<uint64_t>(p - m_buf.get());
-      if (after > cut) {
-        skipped(after - m_offset, newlines);
-        m_offset = after;
-        m_lines += newlines;
-        return;
-      }
-    }
-    pos += static_cast<uint64_t>(n);
-  }
-  // No line break after the cut: read it all.
+  // None does: the log ends in one line longer than the catch-up (a multi-GB line
+  // without a newline). Jump into it; every '\n' before the cut is counted in `last`.
+  skipped(cut - m_offset, last.lines - m_lines);
+  m_lines = last.lines;
+  m_offset = cut;
+}
+
+void LogFollower::jump_to(const LineMark& mark) {
+  skipped(mark.offset - m_offset, mark.lines - m_lines);
+  m_offset = mark.offset;
+  m_lines = mark.lines;
 }
 
 void LogFollower::skipped(uint64_t bytes, uint64_t newlines) {

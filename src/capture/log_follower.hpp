@@ -9,9 +9,10 @@
 // While it is more than FollowerLimits::defer_backlog behind and the job keeps printing
 // faster than FollowerLimits::defer_rate, it stops reading (even idle CPU time is memory
 // bandwidth and cache the copy needs) and resumes when the job slows down. At the
-// end it reads at most FollowerLimits::max_catch_up (plus a line mark's spacing) of what
-// it has not read, jumping over the rest through the sink's line marks, so the
-// wrapper's exit is never held for long.
+// end it reads at most FollowerLimits::max_catch_up (plus two line marks' spacing) of
+// what it has not read, jumping over the rest to a place where the sink knows the line
+// count (a line mark, the last line end, or inside a last line longer than the bound),
+// so the wrapper's exit is never held for long, whatever the lines' length.
 #pragma once
 
 #include <atomic>
@@ -36,7 +37,8 @@ struct FollowerLimits {
 class LogFollower {
  public:
   using Consumer = std::function<void(std::string_view)>;
-  // Called instead of Consumer for a skipped region, which always ends after a '\n'.
+  // Called instead of Consumer for a skipped region, which ends after a '\n', or,
+  // when the log ends in a line longer than the catch-up, inside that line.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
   // Runs first on the follower's thread (to load the rules beside the job, not before it).
   using Starter = std::function<void()>;
@@ -57,9 +59,11 @@ class LogFollower {
   // Reads and consumes one chunk at m_offset, below end; false on EOF or error.
   bool read_chunk(uint64_t end);
   // At the end, with a backlog over the bound: skip from m_offset (after m_lines
-  // line breaks) to the end of a line near end - FollowerLimits::max_catch_up (the sink's
-  // last line mark before it; else the first '\n' after it); updates both.
+  // line breaks) to a place near end - FollowerLimits::max_catch_up where the sink
+  // knows the line count (a line mark, its last line end, or inside the log's last
+  // line when that one is longer than the catch-up); updates both. Reads nothing.
   void skip_backlog(uint64_t end);
+  void jump_to(const LineMark& mark);
   void skipped(uint64_t bytes, uint64_t newlines);
   const LogSink& m_sink;
   Consumer m_consumer;

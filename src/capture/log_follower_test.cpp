@@ -143,6 +143,58 @@ TEST(LogFollower, SkipsThroughLineMarksWithExactLineCounts) {
                                all.begin(), all.begin() + static_cast<long>(skipped_bytes), '\n')));
 }
 
+TEST(LogFollower, JumpsIntoALastLineLongerThanTheCatchUp) {
+  // A job whose output ends in one enormous line without a newline: the end-of-job
+  // catch-up reads at most its bound, not the line, and still knows the line count.
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::string head;
+  for (int i = 0; i < 100; ++i) {
+    head += "step " + std::to_string(i) + "\n";
+  }
+  sink.append(head);
+  std::string piece(256 << 10, 'x');
+  for (int i = 0; i < 24; ++i) {  // a 6 MiB line, still open at the end
+    sink.append(piece);
+  }
+  sink.close();
+  const uint64_t total = head.size() + 24 * piece.size();
+  auto [seen, skipped_bytes, skipped_lines] = follow_to_end(sink, 64 << 10);
+  EXPECT_EQ(seen.size() + skipped_bytes, total);
+  EXPECT_LE(seen.size(), 64u << 10);
+  EXPECT_EQ(skipped_lines, 100u);
+  EXPECT_EQ(seen, std::string(seen.size(), 'x'));
+}
+
+TEST(LogFollower, JumpsPastALongLineToALineEndAfterTheCut) {
+  // A long line in the middle, short lines at the end: no line mark lies near the
+  // cut, so the skip lands on the first line end known after it, and counts exactly.
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::string all = "first\n";
+  sink.append(all);
+  std::string piece(256 << 10, 'y');
+  for (int i = 0; i < 16; ++i) {  // a 4 MiB line
+    sink.append(piece);
+    all += piece;
+  }
+  std::string rest = "\n";
+  for (int i = 0; rest.size() < (200 << 10); ++i) {
+    rest += "short line " + std::to_string(i) + "\n";
+  }
+  sink.append(rest);
+  all += rest;
+  sink.close();
+  auto [seen, skipped_bytes, skipped_lines] = follow_to_end(sink, 100 << 10);
+  ASSERT_GT(skipped_bytes, 0u);
+  EXPECT_EQ(skipped_bytes + seen.size(), all.size());
+  EXPECT_LE(seen.size(), 100u << 10);
+  EXPECT_EQ(all.substr(skipped_bytes), seen);
+  EXPECT_EQ(all[skipped_bytes - 1], '\n');
+  EXPECT_EQ(skipped_lines, static_cast<uint64_t>(std::count(
+                               all.begin(), all.begin() + static_cast<long>(skipped_bytes), '\n')));
+}
+
 TEST(LogFollower, DefersWhileTheJobPoursAndCatchesUpWhenItStops) {
   TempLog log;
   capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));

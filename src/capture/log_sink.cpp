@@ -17,6 +17,7 @@ LogSink::LogSink(util::UniqueFd fd, std::string path, LineMark start,
       m_written(start.offset),
       m_last_line_end(start),
       m_lines(start.lines),
+      m_published_line_end(start),
       m_interval(sync_interval) {
   m_marks.reserve(k_marks);
   m_sync_thread = std::thread([this] { sync_loop(); });
@@ -52,6 +53,7 @@ void LogSink::append(std::string_view bytes) {
   {
     std::lock_guard lock(m_mutex);
     m_dirty = true;
+    m_published_line_end = m_last_line_end;
     // Wake-ups cost context switches on the copy path: only when someone waits.
     wake_sync = written() >= m_next_writeback;
     wake_readers = m_readers_waiting > 0;
@@ -96,6 +98,22 @@ std::optional<LineMark> LogSink::line_mark_before(uint64_t offset) const {
     }
   }
   return best;
+}
+
+std::optional<LineMark> LogSink::line_mark_after(uint64_t offset) const {
+  std::lock_guard lock(m_mutex);
+  std::optional<LineMark> best;
+  for (const auto& m : m_marks) {
+    if (m.offset > offset && (!best || m.offset < best->offset)) {
+      best = m;
+    }
+  }
+  return best;
+}
+
+LineMark LogSink::last_line_end() const {
+  std::lock_guard lock(m_mutex);
+  return m_published_line_end;
 }
 
 void LogSink::append_wrapper_lines(std::string_view lines) {

@@ -60,6 +60,11 @@ class LogSink {
   // The last line mark at or before `offset` (marks are about k_mark_spacing
   // apart, the most recent k_marks kept), or nothing.
   std::optional<LineMark> line_mark_before(uint64_t offset) const;
+  // The first kept line mark after `offset`, or nothing.
+  std::optional<LineMark> line_mark_after(uint64_t offset) const;
+  // Where the last '\n' written so far ends (the start mark before any): no byte
+  // after it is a line break.
+  LineMark last_line_end() const;
   static constexpr uint64_t k_mark_spacing = 1u << 20;
   static constexpr size_t k_marks = 64;
 
@@ -82,6 +87,7 @@ class LogSink {
   LineMark m_last_line_end;       // copy thread only
   uint64_t m_lines = 0;           // '\n' written so far; copy thread only
   std::vector<LineMark> m_marks;  // ring, guarded by m_mutex
+  LineMark m_published_line_end;  // m_last_line_end for readers, guarded by m_mutex
   size_t m_next_mark = 0;
   std::optional<std::string> m_first_error;
   std::chrono::milliseconds m_interval;

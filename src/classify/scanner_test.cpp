@@ -560,5 +560,22 @@ TEST(Skip, EndsThePartialLineAtAChunkBoundary) {
   EXPECT_EQ(partial.lines_seen(), 5u);  // the skipped "\rx\r" is one line
   EXPECT_EQ(partial.skipped_bytes(), 12u);
 }
+
+TEST(Skip, IntoTheLastLineKeepsItsNumber) {
+  // The log ends in a line longer than the catch-up: the wrapper skips into it, and
+  // what is read of its end is still matched, on that line's number.
+  Scanner scanner(testing::default_rules());
+  scanner.feed("step 1\nstep 2\n");
+  scanner.skip(std::string_view("step 3\nstep 4\n").size() + 5000, 2);
+  scanner.feed(std::string(3000, '.') +
+               " RuntimeError: CUDA error: an illegal memory access was "
+               "encountered");
+  scanner.finish();
+  auto v = scanner.verdict(exit_code(1), {});
+  EXPECT_EQ(v.label, "cuda_illegal_access");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].line, 5u);
+  EXPECT_EQ(scanner.lines_seen(), 5u);
+}
 }  // namespace
 }  // namespace classify
