@@ -1,5 +1,6 @@
 // cli/main.cpp: the subcommand table. Only main decides how the process ends.
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,6 +40,14 @@ void usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One malloc arena, and buffers of a few MiB from the heap: a thread of ours no
+  // longer maps a 64 MiB arena and grows it 4 KiB at a time with mprotect, and
+  // freeing a buffer no longer unmaps it (each unmap in a threaded process is a TLB
+  // shootdown across CPUs). Our threads allocate little and rarely at once.
+  // `run -- echo hi`: 5.61 -> 5.25 ms of CPU, 20 -> 14 context switches (perf stat).
+  ::mallopt(M_ARENA_MAX, 1);
+  ::mallopt(M_MMAP_THRESHOLD, 8 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
   // A closed stdin/stdout/stderr would let our own pipes and files take fds 0-2
   // and be handed to the job in the wrong place: fill them with /dev/null first.
   for (int fd = 0; fd <= 2; ++fd) {
