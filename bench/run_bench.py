@@ -53,6 +53,11 @@ def overhead(work, env):
             "echo": lambda i: [echo, line], "wrapped_echo": lambda i: wrap + [echo, line]}
     if os.path.exists(FLOOR):
         jobs["floor"] = lambda i: [FLOOR, os.path.join(floor_dirs, str(i)), true]
+    # For information: the same with the log in memory (tmpfs), where a sync costs
+    # nothing, to show what of the added time is the disk's.
+    shm = tempfile.mkdtemp(prefix="gpualert-bench-", dir="/dev/shm") if os.path.isdir("/dev/shm") else None
+    if shm:
+        jobs["wrapped_tmpfs"] = lambda i: wrap[:6] + [shm] + wrap[7:] + [true]
     times = {k: [] for k in jobs}
     for i in range(RUNS):  # interleaved, so machine noise hits all alike
         for k, argv in jobs.items():
@@ -67,6 +72,10 @@ def overhead(work, env):
     if "floor" in m:
         print(f"    floor (bench/minimal_wrapper.c: the syncs before and after, fork/exec, copy): "
               f"{m['floor'] * 1e3:.3f} ms, added {(m['floor'] - b) * 1e3:.3f} ms")
+    if "wrapped_tmpfs" in m:
+        print(f"    the log on tmpfs (syncs cost nothing; information): {m['wrapped_tmpfs'] * 1e3:.3f} ms,"
+              f" added {(m['wrapped_tmpfs'] - b) * 1e3:.3f} ms")
+        shutil.rmtree(shm, ignore_errors=True)
     shutil.rmtree(logs, ignore_errors=True)
     shutil.rmtree(floor_dirs, ignore_errors=True)
 
