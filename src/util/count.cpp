@@ -4,10 +4,9 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>  // glibc >= 2.33: the CPU features the loader already read
 #endif
-#endif
+
+#include "util/cpu_features.h"
 
 namespace util {
 
@@ -64,17 +63,7 @@ __attribute__((target("avx2"))) uint64_t count_avx2(const char* p, size_t n) {
   return total + count_sse2(p + i, n - i);
 }
 
-// glibc's record of the CPU, read by the dynamic loader at start: asking it costs
-// nothing, while __builtin_cpu_supports pulls in libgcc's start-up probe, a dozen
-// CPUID instructions, each a trap to the hypervisor (~5 us) in a virtual machine.
-bool have_avx2() {
-#if defined(CPU_FEATURE_ACTIVE)
-  return CPU_FEATURE_ACTIVE(AVX2);
-#else
-  return __builtin_cpu_supports("avx2");
-#endif
-}
-const bool k_have_avx2 = have_avx2();
+const bool k_have_avx2 = gpualert_cpu_has_avx2() != 0;
 #endif
 
 }  // namespace
