@@ -361,11 +361,16 @@ std::string hostname() {
 }
 
 std::string username() {
+  // The login's own variables first, as Python's getpass.getuser() and most tools
+  // do: Slurm, sudo, su and cron set them. The passwd lookup goes through NSS, which
+  // on a cluster is a round trip to sssd or LDAP, before the job may start.
+  for (const char* var : {"LOGNAME", "USER"}) {
+    if (const char* u = std::getenv(var); u != nullptr && *u != '\0') {
+      return u;
+    }
+  }
   if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
     return pw->pw_name;
-  }
-  if (const char* u = std::getenv("USER"); u != nullptr) {
-    return u;
   }
   return "uid" + std::to_string(::geteuid());
 }

@@ -48,6 +48,7 @@ std::string printable_line(std::string_view text);
 std::string safe_file_component(std::string_view text, size_t max_len = 64);
 
 std::string hostname();
+// $LOGNAME, else $USER, else the passwd name of the effective uid, else "uid<N>".
 std::string username();
 
 }  // namespace util

@@ -1,8 +1,11 @@
 #include "util/text.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "util/count.hpp"
 
@@ -110,4 +113,27 @@ TEST(StripAnsi, ColourCursorTitleHyperlinkAndCharsetSequences) {
   EXPECT_EQ(strip("\x1b]0;title\x07text"), "text");
   EXPECT_EQ(strip("\x1b]8;;http://x\x1b\\link"), "link");
   EXPECT_EQ(strip("\x1b(Bplain"), "plain");
+}
+
+TEST(Username, LoginVariablesFirstThenPasswd) {
+  const char* saved_logname = std::getenv("LOGNAME");
+  const char* saved_user = std::getenv("USER");
+  const std::string logname = saved_logname ? saved_logname : "";
+  const std::string user = saved_user ? saved_user : "";
+  ::setenv("LOGNAME", "alice", 1);
+  ::setenv("USER", "bob", 1);
+  EXPECT_EQ(util::username(), "alice");
+  ::setenv("LOGNAME", "", 1);
+  EXPECT_EQ(util::username(), "bob");
+  ::unsetenv("LOGNAME");
+  ::unsetenv("USER");
+  const std::string from_passwd = util::username();
+  EXPECT_FALSE(from_passwd.empty());
+  if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) {
+    EXPECT_EQ(from_passwd, pw->pw_name);
+  } else {
+    EXPECT_EQ(from_passwd, "uid" + std::to_string(::geteuid()));
+  }
+  saved_logname ? ::setenv("LOGNAME", logname.c_str(), 1) : ::unsetenv("LOGNAME");
+  saved_user ? ::setenv("USER", user.c_str(), 1) : ::unsetenv("USER");
 }
