@@ -69,9 +69,10 @@ class Scanner {
   // right after one, so the next feed() starts a line; or, when the log ends in a
   // line longer than the backlog's bound, inside that line, and the next feed() is
   // the rest of it. The line in progress ends here, as if the skipped bytes had
-  // ended it; later evidence keeps the line number it has in the whole log. Line numbers count '\n'
-  // only: '\r' (a progress bar's redraw) ends a segment for matching but not a line, in feed() as
-  // in `newlines`. Evidence in the skipped bytes is lost; the verdict stands on what was read.
+  // ended it; later evidence keeps the line number it has in the whole log. Line
+  // numbers count '\n' only: '\r' (a progress bar's redraw) ends a segment for
+  // matching but not a line, in feed() as in `newlines`. Evidence in the skipped
+  // bytes is lost; the verdict stands on what was read.
   void skip(uint64_t bytes, uint64_t newlines);
   // Bytes given to skip() so far.
   uint64_t skipped_bytes() const;
