@@ -74,10 +74,6 @@ void LogFollower::loop() {
   if (m_done.load()) {
     return;  // a short job: finish() reads it all
   }
-  // Reading back is never worth slowing the job or the copy for: on a busy machine
-  // the follower only gets the CPU that nobody else wants.
-  struct sched_param idle {};
-  ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
   m_fd.reset(::open(m_sink.path().c_str(), O_RDONLY | O_CLOEXEC));
   if (!m_fd.valid()) {
     return;
@@ -91,8 +87,19 @@ void LogFollower::loop() {
   bool deferring = false;
   // Stops as soon as the sink has its last byte (checked before every chunk, so
   // that the end is seen at once however far behind): finish() does the rest.
+  bool idle = false;
   while (!m_done.load() && !m_sink.closed()) {
     uint64_t end = m_sink.written();
+    if (!idle && end - m_offset > m_limits.idle_backlog) {
+      // The job prints in bulk: reading back is never worth slowing it or the copy
+      // for, so from now on the follower only gets the CPU nobody else wants. Not
+      // before: a short job's first lines (and the databases they load) are read at
+      // normal priority, because the wrapper's exit waits for them, and an idle thread
+      // can starve for seconds on a busy node (unprivileged, it can't come back).
+      struct sched_param param {};
+      ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param);
+      idle = true;
+    }
     if (end - m_offset > m_limits.defer_backlog) {
       auto now = std::chrono::steady_clock::now();
       if (now - window_start >= k_min_window) {

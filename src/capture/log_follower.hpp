@@ -2,8 +2,9 @@
 //
 // This is how diagnosis runs beside capture and never in front of it: the copy
 // loop only writes the file; the follower reads it back (from the page cache)
-// at its own pace, at idle CPU priority, and hands chunks to a consumer (the
-// streaming classifier). Memory stays bounded whatever the job prints.
+// at its own pace, and hands chunks to a consumer (the streaming classifier); once it
+// falls more than FollowerLimits::idle_backlog behind, at idle CPU priority. Memory
+// stays bounded whatever the job prints.
 //
 // A job that prints faster than the consumer reads: the follower falls behind.
 // While it is more than FollowerLimits::defer_backlog behind and the job keeps printing
@@ -31,7 +32,8 @@ namespace capture {
 struct FollowerLimits {
   uint64_t max_catch_up = 4ull << 20;
   uint64_t defer_backlog = 32ull << 20;
-  uint64_t defer_rate = 64ull << 20;  // bytes per second
+  uint64_t defer_rate = 64ull << 20;   // bytes per second
+  uint64_t idle_backlog = 1ull << 20;  // further behind than this: idle CPU priority
 };
 
 class LogFollower {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -193,6 +194,46 @@ TEST(LogFollower, JumpsPastALongLineToALineEndAfterTheCut) {
   EXPECT_EQ(all[skipped_bytes - 1], '\n');
   EXPECT_EQ(skipped_lines, static_cast<uint64_t>(std::count(
                                all.begin(), all.begin() + static_cast<long>(skipped_bytes), '\n')));
+}
+
+TEST(LogFollower, IdlePriorityOnlyOnceFarBehind) {
+  // A short job's lines are read at normal priority (the wrapper's exit waits for
+  // them); a follower that falls far behind a job printing in bulk goes idle.
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::atomic<int> first_policy{-1}, last_policy{-1};
+  std::atomic<bool> hold{true};
+  capture::FollowerLimits limits;
+  limits.idle_backlog = 256 << 10;
+  capture::LogFollower follower(
+      sink,
+      [&](std::string_view) {
+        int policy = ::sched_getscheduler(0);
+        int expected = -1;
+        first_policy.compare_exchange_strong(expected, policy);
+        last_policy = policy;
+        while (hold.load()) {  // the first chunk is slow: the job gets far ahead
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      },
+      nullptr, nullptr, limits);
+  sink.append("step 1 loss 2.3\n");
+  for (int i = 0; i < 1000 && first_policy.load() < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::string piece(64 << 10, 'x');
+  piece.back() = '\n';
+  for (int i = 0; i < 8; ++i) {  // 512 KiB behind
+    sink.append(piece);
+  }
+  hold = false;
+  for (int i = 0; i < 1000 && follower.consumed() < sink.written(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(first_policy.load(), SCHED_OTHER);
+  EXPECT_EQ(last_policy.load(), SCHED_IDLE);
+  sink.close();
+  follower.finish();
 }
 
 TEST(LogFollower, DefersWhileTheJobPoursAndCatchesUpWhenItStops) {
