@@ -1,14 +1,10 @@
 #include "classify/compiled_rules.hpp"
 
-#include <fcntl.h>
 #include <hs/hs.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <string_view>
 
 #include "util/fd.hpp"
@@ -85,20 +81,12 @@ hs_database_t* load_cached(const std::string& path) {
   if (path.empty()) {
     return nullptr;
   }
-  // One pread into a buffer of the file's size (not zero-filled, not grown in
-  // steps): this runs when a job's first output is diagnosed.
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_size <= 0) {
-    return nullptr;
-  }
-  const auto size = static_cast<size_t>(st.st_size);
-  auto bytes = std::make_unique_for_overwrite<char[]>(size);
-  if (::pread(fd.get(), bytes.get(), size, 0) != static_cast<ssize_t>(size)) {
+  auto bytes = util::read_file(path);
+  if (!bytes || bytes->empty()) {
     return nullptr;
   }
   hs_database_t* db = nullptr;
-  if (hs_deserialize_database(bytes.get(), size, &db) != HS_SUCCESS) {
+  if (hs_deserialize_database(bytes->data(), bytes->size(), &db) != HS_SUCCESS) {
     return nullptr;
   }
   return db;

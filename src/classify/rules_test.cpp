@@ -1,6 +1,5 @@
 // The rule table itself: ids, labels, patterns, examples (style guide rule 8).
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -12,6 +11,7 @@
 #include "classify/test_support.hpp"
 #include "classify/text.hpp"
 #include "util/fd.hpp"
+#include "util/scoped_env.hpp"
 #include "util/text.hpp"
 
 namespace classify {
@@ -276,9 +276,7 @@ TEST(RuleCache, BrokenCacheFilesAreRebuilt) {
   char dir_template[] = "/tmp/gpualert-hscache-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
-  const char* old = std::getenv("GPUALERT_CACHE_DIR");
-  const std::string saved = old != nullptr ? old : "";
-  ::setenv("GPUALERT_CACHE_DIR", dir.c_str(), 1);
+  util::ScopedEnv cache_dir("GPUALERT_CACHE_DIR", dir);
   const std::string toml =
       "[[rule]]\nid = \"q\"\nlabel = \"disk_full\"\npatterns = ['quota exceeded on /scratch']\n";
   auto classify_once = [&] {
@@ -318,9 +316,4 @@ TEST(RuleCache, BrokenCacheFilesAreRebuilt) {
     }
   }
   std::filesystem::remove_all(dir);
-  if (old != nullptr) {
-    ::setenv("GPUALERT_CACHE_DIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("GPUALERT_CACHE_DIR");
-  }
 }

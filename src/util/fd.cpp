@@ -43,18 +43,29 @@ Result<std::string> read_file(const std::string& path) {
   if (!fd.valid()) {
     return errno_error("open " + path);
   }
+  // Read straight into a string of the file's size, not through a stack buffer
+  // into a string grown in steps; a file that grows meanwhile, or says size 0
+  // (/proc), is read on in 64 KiB steps until EOF.
+  struct stat st {};
   std::string out;
-  char buf[65536];
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
+    out.resize(static_cast<size_t>(st.st_size));
+  }
+  size_t have = 0;
   for (;;) {
-    ssize_t n = read_retry(fd.get(), buf, sizeof buf);
+    if (have == out.size()) {
+      out.resize(have + 65536);
+    }
+    ssize_t n = read_retry(fd.get(), out.data() + have, out.size() - have);
     if (n < 0) {
       return errno_error("read " + path);
     }
     if (n == 0) {
       break;
     }
-    out.append(buf, static_cast<size_t>(n));
+    have += static_cast<size_t>(n);
   }
+  out.resize(have);
   return out;
 }
 

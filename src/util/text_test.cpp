@@ -5,9 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "util/count.hpp"
+#include "util/fd.hpp"
+#include "util/scoped_env.hpp"
 
 using namespace std::chrono_literals;
 
@@ -116,17 +117,13 @@ TEST(StripAnsi, ColourCursorTitleHyperlinkAndCharsetSequences) {
 }
 
 TEST(Username, LoginVariablesFirstThenPasswd) {
-  const char* saved_logname = std::getenv("LOGNAME");
-  const char* saved_user = std::getenv("USER");
-  const std::string logname = saved_logname ? saved_logname : "";
-  const std::string user = saved_user ? saved_user : "";
-  ::setenv("LOGNAME", "alice", 1);
-  ::setenv("USER", "bob", 1);
+  util::ScopedEnv logname("LOGNAME", "alice");
+  util::ScopedEnv user("USER", "bob");
   EXPECT_EQ(util::username(), "alice");
-  ::setenv("LOGNAME", "", 1);
+  logname.set("");
   EXPECT_EQ(util::username(), "bob");
-  ::unsetenv("LOGNAME");
-  ::unsetenv("USER");
+  logname.set(std::nullopt);
+  user.set(std::nullopt);
   const std::string from_passwd = util::username();
   EXPECT_FALSE(from_passwd.empty());
   if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) {
@@ -134,6 +131,28 @@ TEST(Username, LoginVariablesFirstThenPasswd) {
   } else {
     EXPECT_EQ(from_passwd, "uid" + std::to_string(::geteuid()));
   }
-  saved_logname ? ::setenv("LOGNAME", logname.c_str(), 1) : ::unsetenv("LOGNAME");
-  saved_user ? ::setenv("USER", user.c_str(), 1) : ::unsetenv("USER");
+}
+
+TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
+  char dir_template[] = "/tmp/gpualert-readfile-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  for (size_t size : {0u, 1u, 65536u, 200001u}) {
+    std::string text(size, 'x');
+    for (size_t i = 0; i < size; i += 97) {
+      text[i] = static_cast<char>('a' + i % 26);
+    }
+    const std::string path = dir + "/f" + std::to_string(size);
+    ASSERT_TRUE(util::write_file_atomic(path, text).ok());
+    auto back = util::read_file(path);
+    ASSERT_TRUE(back.ok()) << back.error();
+    EXPECT_EQ(*back, text) << size;
+    ::unlink(path.c_str());
+  }
+  ::rmdir(dir.c_str());
+  // /proc files say size 0 and still have content.
+  auto status = util::read_file("/proc/self/status");
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(status->find("Name:"), std::string::npos);
+  EXPECT_FALSE(util::read_file(dir + "/missing").ok());
 }
