@@ -1,6 +1,5 @@
 #include "util/text.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "util/fd.hpp"
 
 namespace util {
 
@@ -369,10 +370,33 @@ std::string username() {
       return u;
     }
   }
-  if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
-    return pw->pw_name;
+  const unsigned long uid = ::geteuid();
+  if (auto text = read_file("/etc/passwd")) {
+    if (auto name = passwd_name(*text, uid)) {
+      return *name;
+    }
   }
-  return "uid" + std::to_string(::geteuid());
+  return "uid" + std::to_string(uid);
+}
+
+std::optional<std::string> passwd_name(std::string_view text, unsigned long uid) {
+  const std::string wanted = std::to_string(uid);
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    const size_t c1 = line.find(':');
+    const size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    const size_t c3 = c2 == std::string_view::npos ? c2 : line.find(':', c2 + 1);
+    if (c3 == std::string_view::npos || c1 == 0 || line[0] == '#' || line[0] == '+' ||
+        line[0] == '-') {
+      continue;  // malformed, a comment, or an NIS compat entry
+    }
+    if (line.substr(c2 + 1, c3 - c2 - 1) == wanted) {
+      return std::string(line.substr(0, c1));
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace util

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,7 +49,13 @@ std::string printable_line(std::string_view text);
 std::string safe_file_component(std::string_view text, size_t max_len = 64);
 
 std::string hostname();
-// $LOGNAME, else $USER, else the passwd name of the effective uid, else "uid<N>".
+// $LOGNAME, else $USER, else the effective uid's name in /etc/passwd, else "uid<N>".
+// Not getpwuid: `gpualert` is linked statically (its start is part of every job's
+// added time), and a static glibc can't load the NSS modules (sssd, LDAP) safely.
+// Every login, Slurm job, sudo and cron sets $LOGNAME or $USER; the file covers
+// containers that run as a bare uid.
 std::string username();
+// The name of `uid` in a passwd file's text ("name:x:uid:gid:..."), if listed.
+std::optional<std::string> passwd_name(std::string_view passwd_text, unsigned long uid);
 
 }  // namespace util

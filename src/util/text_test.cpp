@@ -126,11 +126,36 @@ TEST(Username, LoginVariablesFirstThenPasswd) {
   user.set(std::nullopt);
   const std::string from_passwd = util::username();
   EXPECT_FALSE(from_passwd.empty());
-  if (struct passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) {
+  // The files source alone: what getpwuid answers for a user listed in /etc/passwd.
+  auto text = util::read_file("/etc/passwd");
+  auto listed = text ? util::passwd_name(*text, ::geteuid()) : std::nullopt;
+  if (listed) {
+    struct passwd* pw = ::getpwuid(::geteuid());
+    ASSERT_NE(pw, nullptr);
     EXPECT_EQ(from_passwd, pw->pw_name);
   } else {
     EXPECT_EQ(from_passwd, "uid" + std::to_string(::geteuid()));
   }
+}
+
+TEST(Username, PasswdLinesParsed) {
+  const std::string text =
+      "# comment:x:1000:1000::/:/bin/sh\n"
+      "root:x:0:0:root:/root:/bin/bash\n"
+      "broken line without fields\n"
+      "+nisuser:x:1000:1000::/:/bin/sh\n"
+      ":x:1000:1000::/:/bin/sh\n"
+      "alice:x:10000:100:Alice:/home/alice:/bin/bash\n"
+      "alice2:x:1000:100::/home/alice2:/bin/bash\n"
+      "bob:x:1000:100::/home/bob:/bin/bash\n"
+      "carol:x:1001:100::/home/carol:/bin/bash";  // no final newline
+  EXPECT_EQ(util::passwd_name(text, 0), "root");
+  EXPECT_EQ(util::passwd_name(text, 1000), "alice2");  // the first listed, as getpwuid
+  EXPECT_EQ(util::passwd_name(text, 10000), "alice");  // not a prefix match
+  EXPECT_EQ(util::passwd_name(text, 1001), "carol");
+  EXPECT_EQ(util::passwd_name(text, 100), std::nullopt);  // a gid, not a uid
+  EXPECT_EQ(util::passwd_name("", 0), std::nullopt);
+  EXPECT_EQ(util::passwd_name("root:x:0", 0), std::nullopt);  // too few fields
 }
 
 TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
