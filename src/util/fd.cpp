@@ -44,8 +44,10 @@ Result<std::string> read_file(const std::string& path) {
     return errno_error("open " + path);
   }
   // Read straight into a string of the file's size, not through a stack buffer
-  // into a string grown in steps; a file that grows meanwhile, or says size 0
-  // (/proc), is read on in 64 KiB steps until EOF.
+  // into a string grown in steps. Whether there is more (a file that grows
+  // meanwhile, or says size 0, like /proc) is asked with a small read first: growing
+  // the string by 64 KiB just to see EOF zero-filled 16 pages, a page fault each,
+  // for every small file (/etc/passwd, the rules cache) read at a job's start.
   struct stat st {};
   std::string out;
   if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
@@ -54,7 +56,20 @@ Result<std::string> read_file(const std::string& path) {
   size_t have = 0;
   for (;;) {
     if (have == out.size()) {
-      out.resize(have + 65536);
+      char probe[4096];
+      ssize_t n = read_retry(fd.get(), probe, sizeof probe);
+      if (n < 0) {
+        return errno_error("read " + path);
+      }
+      if (n == 0) {
+        break;
+      }
+      out.append(probe, static_cast<size_t>(n));
+      have += static_cast<size_t>(n);
+      if (static_cast<size_t>(n) == sizeof probe) {
+        out.resize(have + 65536);  // more is likely: read on in large steps
+      }
+      continue;
     }
     ssize_t n = read_retry(fd.get(), out.data() + have, out.size() - have);
     if (n < 0) {

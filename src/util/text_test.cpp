@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "util/count.hpp"
 #include "util/fd.hpp"
@@ -162,7 +163,7 @@ TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
   char dir_template[] = "/tmp/gpualert-readfile-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
-  for (size_t size : {0u, 1u, 65536u, 200001u}) {
+  for (size_t size : {0u, 1u, 4095u, 4096u, 4097u, 65536u, 200001u}) {
     std::string text(size, 'x');
     for (size_t i = 0; i < size; i += 97) {
       text[i] = static_cast<char>('a' + i % 26);
@@ -180,4 +181,30 @@ TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
   ASSERT_TRUE(status.ok());
   EXPECT_NE(status->find("Name:"), std::string::npos);
   EXPECT_FALSE(util::read_file(dir + "/missing").ok());
+}
+
+TEST(ReadFile, SizeZeroWithMoreThanOneProbeOfContent) {
+  // A pipe says size 0, like /proc, and holds more than the first small read.
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  std::string text(150001, 'y');
+  for (size_t i = 0; i < text.size(); i += 89) {
+    text[i] = static_cast<char>('a' + i % 26);
+  }
+  std::thread writer([&] {
+    size_t off = 0;
+    while (off < text.size()) {
+      ssize_t n = ::write(p[1], text.data() + off, text.size() - off);
+      if (n <= 0) {
+        break;
+      }
+      off += static_cast<size_t>(n);
+    }
+    ::close(p[1]);
+  });
+  auto back = util::read_file("/proc/self/fd/" + std::to_string(p[0]));
+  writer.join();
+  ::close(p[0]);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, text);
 }
