@@ -128,25 +128,35 @@ Status make_dirs(const std::string& path, int mode) {
   if (path.empty()) {
     return Error{"make_dirs: empty path"};
   }
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    size_t next = path.find('/', pos + 1);
-    cur = path.substr(0, next);
-    pos = next;
-    if (cur.empty() || cur == "/") {
-      continue;
-    }
-    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) {
-      return errno_error("mkdir " + cur);
-    }
-  }
+  // The common case, a directory that exists, is one stat; parents are walked
+  // only when something is missing (not one mkdir per component every time).
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return Error{"mkdir " + path + ": exists and is not a directory"};
+    }
+    return ok_status();
+  }
+  if (errno != ENOENT) {
     return errno_error("stat " + path);
   }
+  std::string dir = path;
+  while (dir.size() > 1 && dir.back() == '/') {
+    dir.pop_back();
+  }
+  if (size_t slash = dir.find_last_of('/'); slash != std::string::npos && slash > 0) {
+    if (auto parent = make_dirs(dir.substr(0, slash), mode); !parent) {
+      return parent;
+    }
+  }
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
+    return errno_error("mkdir " + dir);
+  }
+  if (::stat(dir.c_str(), &st) != 0) {
+    return errno_error("stat " + dir);
+  }
   if (!S_ISDIR(st.st_mode)) {
-    return Error{"mkdir " + path + ": exists and is not a directory"};
+    return Error{"mkdir " + dir + ": exists and is not a directory"};
   }
   return ok_status();
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -181,6 +182,41 @@ TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
   ASSERT_TRUE(status.ok());
   EXPECT_NE(status->find("Name:"), std::string::npos);
   EXPECT_FALSE(util::read_file(dir + "/missing").ok());
+}
+
+TEST(MakeDirs, NestedExistingAndInTheWay) {
+  char dir_template[] = "/tmp/gpualert-mkdirs-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  struct stat st {};
+  // Three missing levels, a trailing slash, then again (exists: fine).
+  ASSERT_TRUE(util::make_dirs(dir + "/a/b/c/", 0700).ok());
+  ASSERT_EQ(::stat((dir + "/a/b/c").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(util::make_dirs(dir + "/a/b/c", 0700).ok());
+  EXPECT_TRUE(util::make_dirs(dir + "/a/b/d", 0755).ok());
+  // A file where a directory should be, at the end or on the way.
+  ASSERT_TRUE(util::write_file_atomic(dir + "/f", "x").ok());
+  auto at_end = util::make_dirs(dir + "/f", 0700);
+  ASSERT_FALSE(at_end.ok());
+  EXPECT_NE(at_end.error().find("not a directory"), std::string::npos) << at_end.error();
+  auto on_the_way = util::make_dirs(dir + "/f/g/h", 0700);
+  ASSERT_FALSE(on_the_way.ok());
+  EXPECT_NE(on_the_way.error().find(dir + "/f"), std::string::npos) << on_the_way.error();
+  // Relative, from the current directory.
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(::chdir(dir.c_str()), 0);
+  EXPECT_TRUE(util::make_dirs("r/s", 0700).ok());
+  ASSERT_EQ(::chdir(cwd), 0);
+  EXPECT_EQ(::stat((dir + "/r/s").c_str(), &st), 0);
+  EXPECT_FALSE(util::make_dirs("", 0700).ok());
+  for (const char* sub : {"/a/b/c", "/a/b/d", "/a/b", "/a", "/r/s", "/r"}) {
+    ::rmdir((dir + sub).c_str());
+  }
+  ::unlink((dir + "/f").c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(ReadFile, SizeZeroWithMoreThanOneProbeOfContent) {
