@@ -53,6 +53,7 @@ class RuleSet {
   std::unique_ptr<Impl> m_impl;
   friend class Scanner;
   friend util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
+  friend util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(RuleSet&& set);
 };
 
 // The default rules with each file of `extra` merged on top, in order, references
@@ -62,6 +63,8 @@ util::Result<RuleSet> load_rules(const std::vector<std::string>& extra);
 class Scanner {
  public:
   explicit Scanner(const RuleSet& rules);
+  // Takes the rules over instead of copying them (for a set used only here).
+  explicit Scanner(RuleSet&& rules);
   ~Scanner();
   void feed(std::string_view bytes);
   // The caller did not feed the next `bytes` bytes of the log (a backlog too large to
@@ -90,6 +93,7 @@ class Scanner {
 
  private:
   struct Impl;
+  void init(util::Result<std::shared_ptr<const CompiledRules>> compiled);
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -264,9 +264,10 @@ int CompiledRules::index_of(const std::string& id) const {
 }
 
 util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
-    const std::vector<Rule>& rules, const std::vector<std::string>& global_extract) {
+    std::vector<Rule> moved_rules, const std::vector<std::string>& global_extract) {
   std::shared_ptr<CompiledRules> out(new CompiledRules());
-  out->m_rules = rules;
+  out->m_rules = std::move(moved_rules);
+  const std::vector<Rule>& rules = out->m_rules;
   std::vector<const char*> expressions;
   std::vector<unsigned> flags;
   std::vector<unsigned> ids;

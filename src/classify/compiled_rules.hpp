@@ -68,8 +68,9 @@ class CompiledRules {
   ~CompiledRules();
   // Resolves the rules; the Hyperscan database is built (or loaded from the cache)
   // on first use, and RE2 regexes too: a job that prints nothing never pays for them.
+  // The rules are kept (moved in, or copied by the caller).
   static util::Result<std::shared_ptr<const CompiledRules>> build(
-      const std::vector<Rule>& rules, const std::vector<std::string>& global_extract);
+      std::vector<Rule> rules, const std::vector<std::string>& global_extract);
 
   const std::vector<Rule>& rules() const { return m_rules; }
   // Every pattern except those of the "once" markers; built on first call (thread

@@ -20,10 +20,14 @@ struct RuleSet::Impl {
   mutable std::shared_ptr<const CompiledRules> compiled;
 
   util::Result<std::shared_ptr<const CompiledRules>> compile() const;
+  // The same, moving the rules into the compiled form instead of copying them
+  // (the set is left empty): for a set used once, to build a Scanner.
+  util::Result<std::shared_ptr<const CompiledRules>> compile_consuming();
 };
 
 // The compiled form of a rule set; the error is a compile failure that
 // load_*() already ruled out for tables it accepted.
 util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set);
+util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(RuleSet&& set);
 
 }  // namespace classify

@@ -312,8 +312,25 @@ util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile() cons
   return compiled;
 }
 
+util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile_consuming() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!compiled) {
+    auto built = CompiledRules::build(std::move(rules), global_extract);
+    rules.clear();
+    if (!built) {
+      return built;
+    }
+    compiled = *built;
+  }
+  return compiled;
+}
+
 util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set) {
   return set.m_impl->compile();
+}
+
+util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(RuleSet&& set) {
+  return set.m_impl->compile_consuming();
 }
 
 RuleSet::RuleSet() : m_impl(std::make_unique<Impl>()) {}

@@ -291,7 +291,14 @@ struct Scanner::Impl {
 };
 
 Scanner::Scanner(const RuleSet& rules) : m_impl(std::make_unique<Impl>()) {
-  auto compiled = compiled_rules(rules);
+  init(compiled_rules(rules));
+}
+
+Scanner::Scanner(RuleSet&& rules) : m_impl(std::make_unique<Impl>()) {
+  init(compiled_rules(std::move(rules)));
+}
+
+void Scanner::init(util::Result<std::shared_ptr<const CompiledRules>> compiled) {
   if (!compiled) {
     return;  // load_*() checked every pattern; nothing is matched if this still fails
   }

@@ -16,7 +16,9 @@ void OnlineDiagnosis::prepare() {
     }
     m_rules = std::move(*r);
   }
-  m_scanner = std::make_unique<classify::Scanner>(*m_rules);
+  // The rules are moved into the scanner, not copied: nothing else reads them.
+  m_scanner = std::make_unique<classify::Scanner>(std::move(*m_rules));
+  m_rules.reset();
 }
 
 void OnlineDiagnosis::feed(std::string_view bytes) {
