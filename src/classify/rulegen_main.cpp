@@ -60,9 +60,15 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
       out << "    r." << name << " = true;\n";
     }
   };
+  // Element by element: a braced list would build each string twice (the
+  // initializer_list's elements are const, so they are copied, not moved).
   auto list = [&](const char* name, const std::vector<std::string>& v) {
     if (!v.empty()) {
-      out << "    r." << name << " = " << strings(v) << ";\n";
+      out << "    r." << name << ".reserve(" << v.size() << ");\n";
+      for (const auto& item : v) {
+        out << "    r." << name << ".emplace_back(" << literal(item) << ", " << item.size()
+            << ");\n";
+      }
     }
   };
   auto numbers = [&](const char* name, const std::vector<int>& v) {
