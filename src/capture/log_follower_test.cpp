@@ -254,11 +254,18 @@ TEST(LogFollower, DefersWhileTheJobPoursAndCatchesUpWhenItStops) {
       },
       nullptr, nullptr, limits);
   sink.append("first line\n");
+  // Pour 8 MiB at once while the follower is inside its slow first chunk: it then
+  // sees a backlog over the bound that grew far faster than the rate. (Pouring in
+  // 1 ms steps failed ~1 run in 6 under `ctest -j2`: on a loaded machine the sleeps
+  // stretched, the follower kept up, and there was no pouring to see.)
+  for (int i = 0; i < 1000 && calls.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(calls.load(), 0);
   std::string piece(64 << 10, 'x');
   piece.back() = '\n';
-  for (int i = 0; i < 128; ++i) {  // 8 MiB over at least 128 ms
+  for (int i = 0; i < 128; ++i) {
     sink.append(piece);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   // Quiet now, the sink still open: the follower must resume and read everything.
   for (int i = 0; i < 1000 && follower.consumed() < sink.written(); ++i) {
