@@ -279,6 +279,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
       clears[id] = true;
     }
   }
+  out->m_extract.reserve(rules.size());
   for (uint32_t r = 0; r < out->m_rules.size(); ++r) {
     // The expressions point into out->m_rules: the database is built later.
     const Rule& rule = out->m_rules[r];
@@ -293,7 +294,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
         expressions.push_back(p.c_str());
         flags.push_back(db_flags(rule.caseless, false));
         ids.push_back(static_cast<unsigned>(out->m_patterns.size()));
-        ref.verify = std::make_unique<LazyRegex>(p, rule.caseless);
+        ref.verify = &out->m_regexes.emplace_back(p, rule.caseless);
       }
       out->m_patterns.push_back(std::move(ref));
     };
@@ -304,14 +305,16 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
       add(rule.exclude[i], true, i);
     }
     // Loading checked the extractors (the unit tests, the embedded table's).
-    std::vector<std::unique_ptr<LazyRegex>> extractors;
+    std::vector<const LazyRegex*> extractors;
+    extractors.reserve(rule.extract.size());
     for (const auto& e : rule.extract) {
-      extractors.push_back(std::make_unique<LazyRegex>(e, false));
+      extractors.push_back(&out->m_regexes.emplace_back(e, false));
     }
     out->m_extract.push_back(std::move(extractors));
   }
-  for (const auto& e : global_extract) {
-    out->m_global.push_back(std::make_unique<LazyRegex>(e, false));
+  out->m_global_patterns = global_extract;
+  for (const auto& e : out->m_global_patterns) {
+    out->m_global.push_back(&out->m_regexes.emplace_back(e, false));
   }
   for (const Rule& rule : rules) {
     Refs refs;

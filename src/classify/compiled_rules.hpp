@@ -16,10 +16,12 @@
 
 #include <re2/re2.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,17 +36,17 @@ namespace classify {
 // An RE2 compiled on first use. `run` builds a CompiledRules before the job starts,
 // and compiling the ~300 verifiers and extractors up front added ~5 ms to every
 // job's start-up, although a log matches few of them. Safe to share between threads.
+// The pattern is not copied: it lives in the CompiledRules that owns the LazyRegex.
 class LazyRegex {
  public:
-  LazyRegex(std::string pattern, bool caseless)
-      : m_pattern(std::move(pattern)), m_caseless(caseless) {}
+  LazyRegex(std::string_view pattern, bool caseless) : m_pattern(pattern), m_caseless(caseless) {}
   // The compiled regex; null when it does not compile (load_*() reject such tables,
   // except for the embedded default, which the unit tests check).
   const RE2* get() const;
-  const std::string& pattern() const { return m_pattern; }
+  std::string_view pattern() const { return m_pattern; }
 
  private:
-  std::string m_pattern;
+  std::string_view m_pattern;
   bool m_caseless;
   mutable std::once_flag m_once;
   mutable std::unique_ptr<RE2> m_re;
@@ -60,7 +62,7 @@ struct PatternRef {
   uint32_t index = 0;  // in the rule's patterns (or exclude) list
   // Re-checks a match on its own line: the database scans blocks of lines, and a
   // pattern such as \s* could otherwise match across a line break. Null for markers.
-  std::unique_ptr<LazyRegex> verify;
+  const LazyRegex* verify = nullptr;
 };
 
 class CompiledRules {
@@ -89,10 +91,8 @@ class CompiledRules {
   size_t pattern_count() const { return m_patterns.size(); }
   // Index of a rule or marker by id; -1 when absent.
   int index_of(const std::string& id) const;
-  const std::vector<std::unique_ptr<LazyRegex>>& extractors(uint32_t rule) const {
-    return m_extract[rule];
-  }
-  const std::vector<std::unique_ptr<LazyRegex>>& global_extractors() const { return m_global; }
+  const std::vector<const LazyRegex*>& extractors(uint32_t rule) const { return m_extract[rule]; }
+  const std::vector<const LazyRegex*>& global_extractors() const { return m_global; }
   // Condition references resolved to rule indexes (unknown ids dropped from
   // `after`/`cleared_by`/`unless`; an unknown id in `needs` can never be met).
   struct Refs {
@@ -114,8 +114,12 @@ class CompiledRules {
   mutable std::map<uint32_t, hs_database*> m_marker_dbs;
   std::vector<PatternRef> m_patterns;
   std::unordered_map<std::string, int> m_index;
-  std::vector<std::vector<std::unique_ptr<LazyRegex>>> m_extract;
-  std::vector<std::unique_ptr<LazyRegex>> m_global;
+  // Every LazyRegex, made in place (a deque never moves its elements), pointing
+  // into m_rules and m_global_patterns, which are not changed after build().
+  std::deque<LazyRegex> m_regexes;
+  std::vector<std::string> m_global_patterns;
+  std::vector<std::vector<const LazyRegex*>> m_extract;
+  std::vector<const LazyRegex*> m_global;
   std::vector<Refs> m_refs;
 };
 
