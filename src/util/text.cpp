@@ -9,8 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "util/fd.hpp"
-
 namespace util {
 
 std::string shell_quote(std::string_view word) {
@@ -363,20 +361,26 @@ std::string hostname() {
 
 std::string username() {
   // The login's own variables first, as Python's getpass.getuser() and most tools
-  // do: Slurm, sudo, su and cron set them. The passwd lookup goes through NSS, which
-  // on a cluster is a round trip to sssd or LDAP, before the job may start.
+  // do: Slurm, sudo, su and cron set them. Then the files source of the passwd
+  // database, read a line at a time up to the entry (a site may sync a large one).
   for (const char* var : {"LOGNAME", "USER"}) {
     if (const char* u = std::getenv(var); u != nullptr && *u != '\0') {
       return u;
     }
   }
   const unsigned long uid = ::geteuid();
-  if (auto text = read_file("/etc/passwd")) {
-    if (auto name = passwd_name(*text, uid)) {
-      return *name;
+  std::optional<std::string> name;
+  if (FILE* f = std::fopen("/etc/passwd", "re")) {
+    char* line = nullptr;
+    size_t capacity = 0;
+    ssize_t n = 0;
+    while (!name && (n = ::getline(&line, &capacity, f)) > 0) {
+      name = passwd_name(std::string_view(line, static_cast<size_t>(n)), uid);
     }
+    std::free(line);
+    std::fclose(f);
   }
-  return "uid" + std::to_string(uid);
+  return name ? *name : "uid" + std::to_string(uid);
 }
 
 std::optional<std::string> passwd_name(std::string_view text, unsigned long uid) {
