@@ -2,7 +2,8 @@
 """Benchmarks of `gpualert run`, each printed beside a baseline measured in the same run.
 
 1. Added time per job: `gpualert run --notify never -- true` against bare `true`
-   (median of N runs each, interleaved so that machine noise hits both alike).
+   (median of N runs each, interleaved so that machine noise hits both alike), and
+   what it adds over the floor program in the same rounds (paired, with a 95% CI).
 2. Capture throughput: a job printing 512 MiB of training-style lines (in 8 KiB and
    in 64 KiB writes), wrapped (terminal copy to /dev/null, log to disk) against the
    same job redirected to a file, and against `| tee FILE >/dev/null` for scale.
@@ -13,6 +14,7 @@
 usage: run_bench.py GPUALERT_BINARY [WORKDIR]
 """
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -36,6 +38,14 @@ def timed(argv, stdout=subprocess.DEVNULL, env=None, shell=False):
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     return time.perf_counter() - t0, usage, p.returncode
+
+
+def paired_median(a, b, resamples=1000):
+    """Median of b[i] - a[i], with a bootstrap 95% confidence interval."""
+    diffs = [y - x for x, y in zip(a, b)]
+    rng = random.Random(1)
+    boots = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
+    return statistics.median(diffs), boots[int(0.025 * resamples)], boots[int(0.975 * resamples) - 1]
 
 
 def overhead(work, env):
@@ -72,6 +82,11 @@ def overhead(work, env):
     if "floor" in m:
         print(f"    floor (bench/minimal_wrapper.c: the syncs before and after, fork/exec, copy): "
               f"{m['floor'] * 1e3:.3f} ms, added {(m['floor'] - b) * 1e3:.3f} ms")
+        # What gpualert adds over the floor, from the runs of the same rounds: less
+        # moved by the machine's load than either figure alone.
+        d, lo, hi = paired_median(times["floor"], times["wrapped"])
+        print(f"    gpualert over the floor, same rounds: {d * 1e3:+.3f} ms"
+              f" (median of paired differences, 95% CI {lo * 1e3:+.3f}..{hi * 1e3:+.3f})")
     if "wrapped_tmpfs" in m:
         print(f"    the log on tmpfs (syncs cost nothing; information): {m['wrapped_tmpfs'] * 1e3:.3f} ms,"
               f" added {(m['wrapped_tmpfs'] - b) * 1e3:.3f} ms")
