@@ -5,7 +5,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "util/count.hpp"
 #include "util/fd.hpp"

@@ -22,7 +22,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <vector>
 
 #include "capture/log_sink.hpp"
 #include "util/fd.hpp"

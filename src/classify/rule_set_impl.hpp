@@ -23,6 +23,9 @@ struct RuleSet::Impl {
   // The same, moving the rules into the compiled form instead of copying them
   // (the set is left empty): for a set used once, to build a Scanner.
   util::Result<std::shared_ptr<const CompiledRules>> compile_consuming();
+  // Both: builds once under the lock from what take() gives (a copy, or the rules).
+  template <typename Take>
+  util::Result<std::shared_ptr<const CompiledRules>> compile_with(Take take) const;
 };
 
 // The compiled form of a rule set; the error is a compile failure that

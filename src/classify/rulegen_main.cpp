@@ -32,20 +32,26 @@ std::string literal(const std::string& s) {
   return out + "\"";
 }
 
-// "{a, b, c}" with each item written by `item`.
-template <typename T, typename Item>
-std::string braced(const std::vector<T>& v, Item item) {
+// "{1, 2, 3}".
+std::string ints(const std::vector<int>& v) {
   std::string out = "{";
   for (size_t i = 0; i < v.size(); ++i) {
-    out += (i ? ", " : "") + item(v[i]);
+    out += (i ? ", " : "") + std::to_string(v[i]);
   }
   return out + "}";
 }
 
-std::string strings(const std::vector<std::string>& v) { return braced(v, literal); }
-
-std::string ints(const std::vector<int>& v) {
-  return braced(v, [](int n) { return std::to_string(n); });
+// Fills the vector<string> `target` element by element: a braced list would build
+// each string twice (an initializer_list's elements are const: copied, not moved).
+void emit_strings(std::ofstream& out, const std::string& target,
+                  const std::vector<std::string>& v) {
+  if (v.empty()) {
+    return;
+  }
+  out << "  " << target << ".reserve(" << v.size() << ");\n";
+  for (const auto& item : v) {
+    out << "  " << target << ".emplace_back(" << literal(item) << ", " << item.size() << ");\n";
+  }
 }
 
 void emit_rule(std::ofstream& out, const classify::Rule& r) {
@@ -60,16 +66,8 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
       out << "    r." << name << " = true;\n";
     }
   };
-  // Element by element: a braced list would build each string twice (the
-  // initializer_list's elements are const, so they are copied, not moved).
   auto list = [&](const char* name, const std::vector<std::string>& v) {
-    if (!v.empty()) {
-      out << "    r." << name << ".reserve(" << v.size() << ");\n";
-      for (const auto& item : v) {
-        out << "    r." << name << ".emplace_back(" << literal(item) << ", " << item.size()
-            << ");\n";
-      }
-    }
+    emit_strings(out, std::string("  r.") + name, v);
   };
   auto numbers = [&](const char* name, const std::vector<int>& v) {
     if (!v.empty()) {
@@ -135,8 +133,8 @@ int main(int argc, char** argv) {
     for (const auto& r : set->rules()) {
       emit_rule(out, r);
     }
-    out << "  global_extract = " << strings(set->global_extract()) << ";\n"
-        << "  return true;\n}\n\n}  // namespace classify\n";
+    emit_strings(out, "global_extract", set->global_extract());
+    out << "  return true;\n}\n\n}  // namespace classify\n";
     if (!out) {
       std::fprintf(stderr, "gpualert-rulegen: could not write %s\n", tmp.c_str());
       return 1;

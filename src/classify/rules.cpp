@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "classify/default_rules.hpp"
 #include "classify/rule_set_impl.hpp"
@@ -300,10 +301,11 @@ class Loader {
 
 }  // namespace
 
-util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile() const {
+template <typename Take>
+util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile_with(Take take) const {
   std::lock_guard<std::mutex> lock(mutex);
   if (!compiled) {
-    auto built = CompiledRules::build(rules, global_extract);
+    auto built = CompiledRules::build(take(), global_extract);
     if (!built) {
       return built;
     }
@@ -312,17 +314,12 @@ util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile() cons
   return compiled;
 }
 
+util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile() const {
+  return compile_with([this] { return rules; });
+}
+
 util::Result<std::shared_ptr<const CompiledRules>> RuleSet::Impl::compile_consuming() {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!compiled) {
-    auto built = CompiledRules::build(std::move(rules), global_extract);
-    rules.clear();
-    if (!built) {
-      return built;
-    }
-    compiled = *built;
-  }
-  return compiled;
+  return compile_with([this] { return std::exchange(rules, {}); });
 }
 
 util::Result<std::shared_ptr<const CompiledRules>> compiled_rules(const RuleSet& set) {

@@ -1,4 +1,4 @@
-/* util/cpu_features.h: what the CPU can do, as glibc's loader already read it. */
+/* util/cpu_features.h: what the CPU can do, as glibc already read it at start. */
 #pragma once
 
 #ifdef __cplusplus

@@ -149,10 +149,13 @@ Status make_dirs(const std::string& path, int mode) {
       return parent;
     }
   }
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
+  if (::mkdir(dir.c_str(), mode) == 0) {
+    return ok_status();
+  }
+  if (errno != EEXIST) {
     return errno_error("mkdir " + dir);
   }
-  if (::stat(dir.c_str(), &st) != 0) {
+  if (::stat(dir.c_str(), &st) != 0) {  // made meanwhile by someone else: is it a directory?
     return errno_error("stat " + dir);
   }
   if (!S_ISDIR(st.st_mode)) {
