@@ -2,9 +2,17 @@
 
 #include <unistd.h>
 
-#include <map>
+#include <string_view>
 
 namespace cli {
+
+namespace {
+
+bool has_key(std::string_view kv, std::string_view key) {
+  return kv.size() > key.size() && kv[key.size()] == '=' && kv.substr(0, key.size()) == key;
+}
+
+}  // namespace
 
 std::string find_stdbuf_library() {
   for (const char* p : {"/usr/libexec/coreutils/libstdbuf.so", "/usr/lib/coreutils/libstdbuf.so",
@@ -18,37 +26,60 @@ std::string find_stdbuf_library() {
 
 std::vector<std::string> job_environment(char** envp, bool line_buffer,
                                          const std::string& run_dir) {
+  // A plain copy, searched for the few keys we read or set: no index of every
+  // variable (three allocations each), which cost more than the copy itself.
   std::vector<std::string> env;
-  std::map<std::string, size_t> index;
+  size_t count = 0;
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    index[kv.substr(0, eq)] = env.size();
-    env.push_back(std::move(kv));
+    ++count;
   }
-  auto set = [&](const std::string& key, const std::string& value) {
-    if (auto it = index.find(key); it != index.end()) {
-      env[it->second] = key + "=" + value;
-    } else {
-      index[key] = env.size();
-      env.push_back(key + "=" + value);
+  env.reserve(count + 4);
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    env.emplace_back(*e);
+  }
+  // The value the job's getenv() would see: the first entry of that name.
+  auto get = [&env](std::string_view key) -> const std::string* {
+    for (const auto& kv : env) {
+      if (has_key(kv, key)) {
+        return &kv;
+      }
+    }
+    return nullptr;
+  };
+  // Replaces the first entry of that name and drops any later duplicates, so that
+  // the job sees our value whichever entry its runtime reads.
+  auto set = [&env](std::string_view key, std::string_view value) {
+    std::string kv;
+    kv.reserve(key.size() + 1 + value.size());
+    kv.append(key).append("=").append(value);
+    bool placed = false;
+    for (auto it = env.begin(); it != env.end();) {
+      if (!has_key(*it, key)) {
+        ++it;
+      } else if (!placed) {
+        *it++ = std::move(kv);
+        placed = true;
+      } else {
+        it = env.erase(it);
+      }
+    }
+    if (!placed) {
+      env.push_back(std::move(kv));
     }
   };
   if (!run_dir.empty()) {
     set("GPUALERT_RUN_DIR", run_dir);
   }
   if (line_buffer) {
-    if (!index.count("PYTHONUNBUFFERED")) {
+    if (get("PYTHONUNBUFFERED") == nullptr) {
       set("PYTHONUNBUFFERED", "1");
     }
     std::string lib = find_stdbuf_library();
-    if (!lib.empty() && !index.count("_STDBUF_O")) {
+    if (!lib.empty() && get("_STDBUF_O") == nullptr) {
       std::string preload = lib;
-      if (auto it = index.find("LD_PRELOAD"); it != index.end()) {
-        std::string old = env[it->second].substr(sizeof("LD_PRELOAD=") - 1);
-        if (!old.empty()) {
-          preload = old + ":" + lib;
-        }
+      if (const std::string* old = get("LD_PRELOAD");
+          old != nullptr && old->size() > sizeof("LD_PRELOAD=") - 1) {
+        preload = old->substr(sizeof("LD_PRELOAD=") - 1) + ":" + lib;
       }
       set("LD_PRELOAD", preload);
       set("_STDBUF_O", "L");

@@ -206,7 +206,7 @@ RunEnding run_job(const RunOptions& o) {
 
   supervise::SpawnRequest sreq;
   sreq.argv = o.command;
-  sreq.env = env;
+  sreq.env = std::move(env);
   sreq.stdout_fd = out_w.get();
   sreq.stderr_fd = err_w.get();
   sreq.own_process_group = !interactive;
