@@ -46,6 +46,14 @@ TEST(RuleTable, IdsAreUniqueAndLabelsKnown) {
   }
 }
 
+TEST(Taxonomy, LabelsAreUnique) {
+  // The scanner maps a rule to the first label of its name.
+  std::set<std::string> seen;
+  for (const auto& info : labels()) {
+    EXPECT_TRUE(seen.insert(std::string(info.label)).second) << info.label;
+  }
+}
+
 TEST(RuleTable, EveryFailureLabelHasARule) {
   std::set<std::string> covered;
   for (const Rule& rule : default_rules().rules()) {

@@ -315,6 +315,7 @@ void Scanner::init(util::Result<std::shared_ptr<const CompiledRules>> compiled) 
     for (size_t i = 0; i < labels().size(); ++i) {
       if (labels()[i].label == rule.label) {
         index = static_cast<int>(i);
+        break;  // labels are unique
       }
     }
     s.rule_label.push_back(index);
