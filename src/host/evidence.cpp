@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
+#include <string_view>
 
 namespace host {
 
@@ -49,54 +50,75 @@ bool kernel_line_relevant(const std::string& text) {
   return false;
 }
 
+namespace {
+
+// Calls f(line) for each line of text, without the '\n'.
+template <typename F>
+void for_each_line(std::string_view text, F f) {
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    f(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  }
+}
+
+}  // namespace
+
 std::optional<std::string> oom_counter_path(const std::string& content, const std::string& root) {
-  std::istringstream in(content);
-  std::string line;
-  std::optional<std::string> v2;
-  while (std::getline(in, line)) {
+  std::optional<std::string> memory_v1, v2;
+  for_each_line(content, [&](std::string_view line) {
     // "4:memory:/path" (v1) or "0::/path" (v2)
     auto c1 = line.find(':');
-    auto c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
-    if (c2 == std::string::npos) {
-      continue;
+    auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (memory_v1 || c2 == std::string_view::npos) {
+      return;
     }
-    std::string ctrls = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path = line.substr(c2 + 1);
+    std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
+    std::string path(line.substr(c2 + 1));
     if (path == "/") {
       path.clear();
     }
-    std::stringstream cs(ctrls);
-    std::string c;
-    while (std::getline(cs, c, ',')) {
-      if (c == "memory") {
-        return root + "/memory" + path + "/memory.oom_control";
+    for (std::string_view rest = ctrls; !rest.empty();) {
+      auto comma = rest.find(',');
+      if (rest.substr(0, comma) == "memory") {
+        memory_v1 = root + "/memory" + path + "/memory.oom_control";
+        return;
       }
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
-    if (ctrls.empty() && line.rfind("0::", 0) == 0) {
+    if (ctrls.empty() && line.substr(0, 3) == "0::") {
       v2 = root + path + "/memory.events";
       if (::access(v2->c_str(), R_OK) != 0) {
         v2 = root + "/unified" + path + "/memory.events";
       }
     }
-  }
-  return v2;
+  });
+  return memory_v1 ? memory_v1 : v2;
+}
+
+std::optional<int64_t> parse_oom_kill(std::string_view counters) {
+  std::optional<int64_t> out;
+  for_each_line(counters, [&](std::string_view line) {
+    constexpr std::string_view key = "oom_kill ";
+    if (line.substr(0, key.size()) != key) {
+      return;
+    }
+    std::string_view digits = line.substr(key.size());
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec == std::errc() && end != digits.data()) {
+      out = value;
+    }
+  });
+  return out;
 }
 
 std::optional<int64_t> read_oom_kill(const std::string& file) {
-  FILE* f = std::fopen(file.c_str(), "re");
-  if (f == nullptr) {
+  auto text = util::read_file(file);
+  if (!text) {
     return std::nullopt;
   }
-  char key[64];
-  long long value = 0;
-  std::optional<int64_t> out;
-  while (std::fscanf(f, "%63s %lld", key, &value) == 2) {
-    if (std::strcmp(key, "oom_kill") == 0) {
-      out = value;
-    }
-  }
-  std::fclose(f);
-  return out;
+  return parse_oom_kill(*text);
 }
 
 EvidenceWatch EvidenceWatch::start() {
@@ -108,16 +130,8 @@ EvidenceWatch EvidenceWatch::start() {
   } else {
     w.m_sources["kernel_log"] = std::string("not available: /dev/kmsg: ") + std::strerror(errno);
   }
-  std::string content;
-  if (FILE* f = std::fopen("/proc/self/cgroup", "re")) {
-    char buf[4096];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-      content.append(buf, n);
-    }
-    std::fclose(f);
-  }
-  if (auto p = oom_counter_path(content)) {
+  auto content = util::read_file("/proc/self/cgroup");
+  if (auto p = content ? oom_counter_path(*content) : std::nullopt) {
     w.m_oom_counter_path = *p;
     w.m_oom_before = read_oom_kill(*p);
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -42,6 +43,8 @@ bool kernel_line_relevant(const std::string& text);
 // Path of the file holding our memory cgroup's oom_kill counter, from /proc/self/cgroup content.
 std::optional<std::string> oom_counter_path(const std::string& proc_self_cgroup,
                                             const std::string& cgroup_root = "/sys/fs/cgroup");
+// The oom_kill count of a cgroup v1 memory.oom_control or v2 memory.events text.
+std::optional<int64_t> parse_oom_kill(std::string_view counters);
 std::optional<int64_t> read_oom_kill(const std::string& counter_file);
 
 }  // namespace host
