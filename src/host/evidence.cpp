@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "util/text.hpp"
+
 namespace host {
 
 namespace {
@@ -50,28 +52,14 @@ bool kernel_line_relevant(const std::string& text) {
   return false;
 }
 
-namespace {
-
-// Calls f(line) for each line of text, without the '\n'.
-template <typename F>
-void for_each_line(std::string_view text, F f) {
-  while (!text.empty()) {
-    auto nl = text.find('\n');
-    f(text.substr(0, nl));
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-  }
-}
-
-}  // namespace
-
 std::optional<std::string> oom_counter_path(const std::string& content, const std::string& root) {
-  std::optional<std::string> memory_v1, v2;
-  for_each_line(content, [&](std::string_view line) {
+  std::optional<std::string> v2;
+  for (std::string_view line : util::split_lines(content)) {
     // "4:memory:/path" (v1) or "0::/path" (v2)
     auto c1 = line.find(':');
     auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
-    if (memory_v1 || c2 == std::string_view::npos) {
-      return;
+    if (c2 == std::string_view::npos) {
+      continue;
     }
     std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
     std::string path(line.substr(c2 + 1));
@@ -81,8 +69,7 @@ std::optional<std::string> oom_counter_path(const std::string& content, const st
     for (std::string_view rest = ctrls; !rest.empty();) {
       auto comma = rest.find(',');
       if (rest.substr(0, comma) == "memory") {
-        memory_v1 = root + "/memory" + path + "/memory.oom_control";
-        return;
+        return root + "/memory" + path + "/memory.oom_control";
       }
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
@@ -92,16 +79,16 @@ std::optional<std::string> oom_counter_path(const std::string& content, const st
         v2 = root + "/unified" + path + "/memory.events";
       }
     }
-  });
-  return memory_v1 ? memory_v1 : v2;
+  }
+  return v2;
 }
 
 std::optional<int64_t> parse_oom_kill(std::string_view counters) {
   std::optional<int64_t> out;
-  for_each_line(counters, [&](std::string_view line) {
-    constexpr std::string_view key = "oom_kill ";
+  constexpr std::string_view key = "oom_kill ";
+  for (std::string_view line : util::split_lines(counters)) {
     if (line.substr(0, key.size()) != key) {
-      return;
+      continue;
     }
     std::string_view digits = line.substr(key.size());
     int64_t value = 0;
@@ -109,7 +96,7 @@ std::optional<int64_t> parse_oom_kill(std::string_view counters) {
     if (ec == std::errc() && end != digits.data()) {
       out = value;
     }
-  });
+  }
   return out;
 }
 

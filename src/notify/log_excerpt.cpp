@@ -13,6 +13,7 @@
 #include "notify/text_filters.hpp"
 #include "report/run_dir.hpp"
 #include "util/fd.hpp"
+#include "util/text.hpp"
 
 namespace notify {
 
@@ -129,7 +130,7 @@ void fill_windows(const std::string& path, std::vector<EvidenceWindow*> windows)
 
 std::vector<std::string> tail_lines(std::string_view raw, size_t keep, bool* cut) {
   std::vector<std::string> out;
-  for (std::string_view line : split_lines(raw)) {
+  for (std::string_view line : util::split_lines(raw)) {
     if (line.substr(0, report::k_marker.size()) == report::k_marker) {
       continue;
     }

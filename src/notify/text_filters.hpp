@@ -43,7 +43,4 @@ std::string sanitize_header_value(std::string_view text, size_t max_chars = 200)
 // Precondition: value has gone through sanitize_header_value.
 std::string rfc2047_encode(std::string_view value);
 
-// Splits on '\n' (the last piece only if non-empty).
-std::vector<std::string_view> split_lines(std::string_view text);
-
 }  // namespace notify

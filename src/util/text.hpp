@@ -45,6 +45,8 @@ std::string_view strip_ansi(std::string_view in, std::string& scratch);
 
 // Replaces control characters (and invalid UTF-8 bytes) so the text is one printable line.
 std::string printable_line(std::string_view text);
+// Splits on '\n' (the last piece only if non-empty).
+std::vector<std::string_view> split_lines(std::string_view text);
 // Keeps [A-Za-z0-9._-], maps everything else to '_', at most max_len bytes, never empty.
 std::string safe_file_component(std::string_view text, size_t max_len = 64);
 

@@ -244,3 +244,12 @@ TEST(ReadFile, SizeZeroWithMoreThanOneProbeOfContent) {
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(*back, text);
 }
+
+TEST(SplitLines, LastPieceOnlyIfNotEmpty) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(util::split_lines("a\nb"), (V{"a", "b"}));
+  EXPECT_EQ(util::split_lines("a\nb\n"), (V{"a", "b"}));
+  EXPECT_EQ(util::split_lines("\n\nx"), (V{"", "", "x"}));
+  EXPECT_EQ(util::split_lines(""), V{});
+  EXPECT_EQ(util::split_lines("a\r\n"), (V{"a\r"}));  // '\r' is the caller's
+}
