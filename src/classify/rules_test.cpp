@@ -47,7 +47,7 @@ TEST(RuleTable, IdsAreUniqueAndLabelsKnown) {
 }
 
 TEST(Taxonomy, LabelsAreUnique) {
-  // The scanner maps a rule to the first label of its name.
+  // The scanner maps a rule to the label of its name (find_label: the first).
   std::set<std::string> seen;
   for (const auto& info : labels()) {
     EXPECT_TRUE(seen.insert(std::string(info.label)).second) << info.label;

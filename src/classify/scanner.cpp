@@ -311,14 +311,8 @@ void Scanner::init(util::Result<std::shared_ptr<const CompiledRules>> compiled) 
   s.label_lines.assign(labels().size(), 0);
   s.label_seen.assign(labels().size(), 0);
   for (const Rule& rule : s.rules->rules()) {
-    int index = -1;
-    for (size_t i = 0; i < labels().size(); ++i) {
-      if (labels()[i].label == rule.label) {
-        index = static_cast<int>(i);
-        break;  // labels are unique
-      }
-    }
-    s.rule_label.push_back(index);
+    const LabelInfo* info = find_label(rule.label);  // none for a marker
+    s.rule_label.push_back(info ? static_cast<int>(info - labels().data()) : -1);
   }
   s.block.text.reserve(k_block_bytes + k_line_cap + 1);
 }

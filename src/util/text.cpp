@@ -385,10 +385,7 @@ std::string username() {
 
 std::optional<std::string> passwd_name(std::string_view text, unsigned long uid) {
   const std::string wanted = std::to_string(uid);
-  while (!text.empty()) {
-    const size_t eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  for (std::string_view line : split_lines(text)) {
     const size_t c1 = line.find(':');
     const size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
     const size_t c3 = c2 == std::string_view::npos ? c2 : line.find(':', c2 + 1);
