@@ -25,6 +25,8 @@ import time
 BIN = os.path.abspath(sys.argv[1])
 # The floor: bench/minimal_wrapper.c, built beside the binary (build/bench/).
 FLOOR = os.path.join(os.path.dirname(BIN), "bench", "minimal_wrapper")
+# The C library's own start-up on this machine (bench/libc_startup.c, x86-64 only).
+LIBC_STARTUP = os.path.join(os.path.dirname(BIN), "bench", "libc_startup")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
@@ -69,9 +71,15 @@ def overhead(work, env):
     if shm:
         jobs["wrapped_tmpfs"] = lambda i: wrap[:6] + [shm] + wrap[7:] + [true]
     times = {k: [] for k in jobs}
+    startup, cpuid = [], []
     for i in range(RUNS):  # interleaved, so machine noise hits all alike
         for k, argv in jobs.items():
             times[k].append(timed(argv(i), env=env)[0])
+        if os.path.exists(LIBC_STARTUP):
+            out = subprocess.run([LIBC_STARTUP], capture_output=True, text=True).stdout.split()
+            if len(out) == 2:
+                startup.append(float(out[0]))
+                cpuid.append(float(out[1]))
     m = {k: statistics.median(v) for k, v in times.items()}
     b, w, n = m["bare"], m["wrapped"], m["wrapped_nolb"]
     print(f"added time per job        true: {b * 1e3:7.3f} ms   gpualert run -- true: {w * 1e3:7.3f} ms"
@@ -87,6 +95,13 @@ def overhead(work, env):
         d, lo, hi = paired_median(times["floor"], times["wrapped"])
         print(f"    gpualert over the floor, same rounds: {d * 1e3:+.3f} ms"
               f" (median of paired differences, 95% CI {lo * 1e3:+.3f}..{hi * 1e3:+.3f})")
+    if startup:
+        # Paid once by every program linked with the C library: bare `true`, the floor and
+        # gpualert alike. Under a hypervisor each CPUID the C library runs to learn the
+        # CPU's features and caches is a trap to the host.
+        print(f"    for scale: the C library's own start-up (its entry point to main, bench/libc_startup.c) takes "
+              f"{statistics.median(startup) / 1e3:.3f} ms here, one CPUID instruction "
+              f"{statistics.median(cpuid):.2f} us; every program above pays it once per start")
     if "wrapped_tmpfs" in m:
         print(f"    the log on tmpfs (syncs cost nothing; information): {m['wrapped_tmpfs'] * 1e3:.3f} ms,"
               f" added {(m['wrapped_tmpfs'] - b) * 1e3:.3f} ms")
