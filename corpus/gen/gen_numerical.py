@@ -43,5 +43,13 @@ t("assert-loss-nan", ["--nan-at", "11", "--nan-kind", "log", "--nan-check", "ass
 t("isfinite-adam-lr-inf", ["--nan-at", "2", "--nan-kind", "overflow", "--nan-check", "isfinite", "--epochs", "2", "--steps", "10", "--log-every", "1"],
   "overflowing inputs make the loss inf early; explicit isfinite check raises.", r"Loss is (inf|nan)")
 
+# A callback that stops training because the loss is not finite ends the job with exit 0:
+# the run stopped early on NaN (taxonomy: "became NaN/Inf and the job stopped"), which is
+# what the person needs to hear, not "success".
+C.append(pycase("early-stop-nan-exit0", L, ["benign.py", "nan_early_stop"],
+                "Lightning-style EarlyStopping(check_finite=True): 'Monitored metric val_loss = nan is not "
+                "finite ... Signaling Trainer to stop.', then the script ends with exit 0.",
+                G, files=("benign.py",), expect_exit=0, expect_re=r"is not finite"))
+
 if __name__ == "__main__":
     generator_main(C, G)

@@ -33,7 +33,6 @@ b("deprecation-warnings-error-word", "warnings", "FutureWarning 'will raise an e
 b("metric-names-nan", "nan_metrics", "metric names containing 'nan' (nan_count, val_nanmean).")
 b("errors-zero", "errors_zero", "'errors: 0', 'error_rate', '0 errors, 0 warnings' lines.")
 b("fp16-apex-overflow", "fp16", "apex/deepspeed-style overflow messages each 10 steps.")
-b("early-stop-nan-graceful", "nan_early_stop", "Lightning-style 'Monitored metric val_loss = nan is not finite ... Signaling Trainer to stop.' printed, exit 0 (taxonomy: success).")
 C.append(shcase("bash-job-set-x", L,
                 "#!/bin/bash\nset -x\nexport OMP_NUM_THREADS=1\npython3 train.py --steps 10 --log-every 2\necho \"exit code $?\"\n",
                 "bash job script with set -x tracing, python exits 0.", G, expect_exit=0))

@@ -226,6 +226,57 @@ TEST(Success, FatalGpuErrorOverridesExitZero) {
   EXPECT_EQ(v.label, "cuda_illegal_access");
 }
 
+TEST(Success, StopOnANonFiniteLossOverridesExitZero) {
+  // Keras' TerminateOnNaN and Lightning's EarlyStopping(check_finite=True) end training
+  // on a NaN loss and the job exits 0: it stopped early, which is not a success.
+  auto v = classify_text(
+      "Epoch 2/30\n"
+      "1883/3455 [====>.....] - ETA: 2:39:53 - loss: nan     Batch 1882: Invalid loss, "
+      "terminating training\n",
+      exit_code(0));
+  EXPECT_EQ(v.label, "numerical_divergence");
+  EXPECT_EQ(v.rule, "numerical-stop");
+  v = classify_text(
+      "Monitored metric val_loss = nan is not finite. Previous best value was 0.412. Signaling "
+      "Trainer to stop.\n",
+      exit_code(0));
+  EXPECT_EQ(v.label, "numerical_divergence");
+  // Stopping because the metric stopped improving is the ordinary end of a run.
+  EXPECT_EQ(classify_text("Monitored metric val_loss did not improve in the last 3 records. "
+                          "Best score: 0.412. Signaling Trainer to stop.\n",
+                          exit_code(0))
+                .label,
+            "success");
+}
+
+TEST(Ordering, UnsupportedGpuWarningExplainsAFailureOnlyWhenNothingElseDoes) {
+  const std::string warning =
+      "NVIDIA RTX A6000 with CUDA capability sm_86 is not compatible with the current PyTorch "
+      "installation.\n"
+      "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.\n";
+  auto v = classify_text(warning + "Encoder parameters: 111218822\n", exit_code(1));
+  EXPECT_EQ(v.label, "cuda_setup");
+  EXPECT_EQ(v.rule, "cuda-arch-unsupported");
+  // The job's own exception, when it printed one, is the more specific account.
+  v = classify_text(warning + "Traceback (most recent call last):\nKeyError: 'input_ids'\n",
+                    exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+  EXPECT_EQ(classify_text(warning, exit_code(0)).label, "success");
+}
+
+TEST(Ordering, NcclSystemCallFailureBeforeACutTraceback) {
+  auto v = classify_text(
+      "host:140:140 [0] misc/socket.cc:283 NCCL WARN Call to bind failed : Address already in "
+      "use\n"
+      "host:140:140 [0] NCCL INFO bootstrap.cc:91 -> 2\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 49, in average_gradients\n"
+      "    dist.all_reduce(param.grad.data, op=dist.reduce_op.SUM, group=dist_group)\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "comm_error");
+  EXPECT_EQ(v.rule, "comm-error");
+}
+
 TEST(Success, ExitZeroWithTracebackIsStillSuccess) {
   EXPECT_EQ(
       classify_text("Traceback (most recent call last):\nValueError: x\n", exit_code(0)).label,
