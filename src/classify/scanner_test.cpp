@@ -292,7 +292,10 @@ TEST(Status, SignalsWithoutEvidence) {
   EXPECT_EQ(classify_text("training...\n", killed_by(SIGTERM)).label, "cancelled");
   EXPECT_EQ(classify_text("training...\n", killed_by(SIGHUP)).label, "cancelled");
   EXPECT_EQ(classify_text("training...\n", exit_code(143)).label, "cancelled");
-  EXPECT_EQ(classify_text("training...\n", killed_by(SIGKILL)).label, "unknown");
+  auto killed = classify_text("training...\n", killed_by(SIGKILL));
+  EXPECT_EQ(killed.label, "unknown");
+  EXPECT_EQ(killed.rule, "killed-without-a-cause");
+  EXPECT_NE(killed.action.find("OOM killer"), std::string::npos);
   EXPECT_EQ(classify_text("training...\n", exit_code(2)).label, "unknown");
   EXPECT_EQ(classify_text("", exit_code(0)).label, "success");
   EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "cancelled");
