@@ -470,6 +470,7 @@ def _run(case):
                         res.oom_kill = int(line.split()[1])
         except OSError:
             pass
+    res.kernel_log_read = bool(km and km.fd is not None)
     if km:
         time.sleep(0.3)
         km.drain()
@@ -576,6 +577,12 @@ def write_case(case, res, quiet=False):
         "produced": datetime.date.today().isoformat(),
         "duration_s": round(res.elapsed, 1),
     }
+    # The host facts a wrapped run would have had: whether the kernel log could be
+    # read (empty or not), and the memory cgroup's oom_kill counter when there was one.
+    if getattr(res, "kernel_log_read", False):
+        meta["kernel_log_read"] = True
+    if getattr(res, "oom_kill", None) is not None:
+        meta["cgroup_oom_kills"] = res.oom_kill
     meta.update(case.extra)
     tmp = dest + ".tmp-%d" % os.getpid()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -50,6 +50,11 @@ std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
   if (rule.wrapper_timeout) {
     out.push_back({0, "gpualert --timeout expired and stopped the job", "wrapper"});
   }
+  if (rule.host_unread) {
+    out.push_back({0,
+                   "neither the kernel log nor the memory cgroup's oom_kill counter could be read",
+                   "host"});
+  }
   if (rule.cgroup_oom && host.cgroup_oom_kills) {
     out.push_back({0,
                    "memory cgroup of the job: " + std::to_string(*host.cgroup_oom_kills) +
@@ -68,6 +73,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
   const bool exited_zero = exit.exit_code && *exit.exit_code == 0 && !exit.signal;
   const int signal = effective_signal(exit);
   const bool cgroup_oom = host.cgroup_oom_kills && *host.cgroup_oom_kills > 0;
+  const bool host_unread = !host.kernel_log_read && !host.cgroup_oom_kills;
 
   int best = -1;
   std::tuple<int, uint64_t, size_t> best_key{0, 0, 0};
@@ -91,7 +97,8 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
         !(exit.exit_code && !exit.signal && contains(rule.exit_codes, *exit.exit_code))) {
       continue;
     }
-    if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout)) {
+    if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout) ||
+        (rule.host_unread && !host_unread)) {
       continue;
     }
     const auto& refs = compiled.refs(static_cast<uint32_t>(i));

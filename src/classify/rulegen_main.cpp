@@ -89,6 +89,7 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
   numbers("exit_codes", r.exit_codes);
   flag("cgroup_oom", r.cgroup_oom);
   flag("wrapper_timeout", r.wrapper_timeout);
+  flag("host_unread", r.host_unread);
   list("needs", r.needs);
   list("unless", r.unless);
   list("after", r.after);

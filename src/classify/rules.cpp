@@ -169,6 +169,8 @@ class Loader {
         read_bool(value, what, rule.cgroup_oom);
       } else if (key == "wrapper_timeout") {
         read_bool(value, what, rule.wrapper_timeout);
+      } else if (key == "host_unread") {
+        read_bool(value, what, rule.host_unread);
       } else if (key == "signals" || key == "exit_codes") {
         const toml::array* arr = value.as_array();
         if (!arr) {
@@ -219,7 +221,7 @@ class Loader {
       error(where, name + "unknown label '" + rule.label + "' (see spec/taxonomy.md)");
     }
     bool has_condition = !rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
-                         rule.wrapper_timeout;
+                         rule.wrapper_timeout || rule.host_unread;
     if (rule.patterns.empty() && !has_condition && !rule.is_marker) {
       error(where, name + "needs patterns or an exit/host condition");
     }

@@ -51,6 +51,7 @@ struct Rule {
   std::vector<int> exit_codes;          // exited with one of these
   bool cgroup_oom = false;              // the job's memory cgroup saw an oom_kill
   bool wrapper_timeout = false;         // gpualert's --timeout stopped the job
+  bool host_unread = false;             // neither kernel log nor memory cgroup could be read
   std::vector<std::string> needs;       // at least one of these rules/markers matched
   std::vector<std::string> unless;      // none of these matched
   std::vector<std::string> after;       // each matched before this rule's last evidence

@@ -292,13 +292,42 @@ TEST(Status, SignalsWithoutEvidence) {
   EXPECT_EQ(classify_text("training...\n", killed_by(SIGTERM)).label, "cancelled");
   EXPECT_EQ(classify_text("training...\n", killed_by(SIGHUP)).label, "cancelled");
   EXPECT_EQ(classify_text("training...\n", exit_code(143)).label, "cancelled");
-  auto killed = classify_text("training...\n", killed_by(SIGKILL));
-  EXPECT_EQ(killed.label, "unknown");
-  EXPECT_EQ(killed.rule, "killed-without-a-cause");
-  EXPECT_NE(killed.action.find("OOM killer"), std::string::npos);
   EXPECT_EQ(classify_text("training...\n", exit_code(2)).label, "unknown");
   EXPECT_EQ(classify_text("", exit_code(0)).label, "success");
   EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "cancelled");
+}
+
+TEST(Status, SigkillWithoutACauseDependsOnWhatCouldBeRead) {
+  // Nothing on the host could be asked (a log classified on its own, or a run where
+  // neither /dev/kmsg nor a memory cgroup was readable): the OOM killer is the
+  // likeliest sender of a bare SIGKILL, and the verdict says it could not confirm it.
+  auto v = classify_text("training...\nKilled\n", killed_by(SIGKILL));
+  EXPECT_EQ(v.label, "host_oom");
+  EXPECT_EQ(v.rule, "killed-likely-oom");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence[0].source, "host");
+  EXPECT_EQ(classify_text("training...\n", exit_code(137)).label, "host_oom");
+  // The kernel log was read and holds no OOM kill: not the OOM killer.
+  HostEvidence read;
+  read.kernel_log_read = true;
+  v = classify_text("training...\nKilled\n", killed_by(SIGKILL), read);
+  EXPECT_EQ(v.label, "unknown");
+  EXPECT_EQ(v.rule, "killed-without-a-cause");
+  EXPECT_NE(v.action.find("kill -9"), std::string::npos);
+  // Nor when the memory cgroup's counter was read and did not move.
+  HostEvidence counted;
+  counted.cgroup_oom_kills = 0;
+  EXPECT_EQ(classify_text("training...\n", killed_by(SIGKILL), counted).label, "unknown");
+  // A launcher saying that one of its workers died of SIGKILL is judged the same way.
+  const std::string launcher = "  exitcode  : -9 (pid: 4321)\n";
+  EXPECT_EQ(classify_text(launcher, exit_code(1)).rule, "worker-killed-likely-oom");
+  EXPECT_NE(classify_text(launcher, exit_code(1), read).label, "host_oom");
+  // A cause in the log still decides, whatever could be read.
+  EXPECT_EQ(classify_text("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran "
+                          "for 600081 milliseconds before timing out.\n",
+                          killed_by(SIGKILL))
+                .label,
+            "comm_timeout");
 }
 
 TEST(Status, HostFacts) {

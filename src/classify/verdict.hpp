@@ -26,6 +26,8 @@ struct HostEvidence {
   std::vector<std::string> kernel_lines;
   // Increase of the job's memory-cgroup oom_kill counter during the run, if it could be read.
   std::optional<int64_t> cgroup_oom_kills;
+  // The kernel log of the run could be read (whether or not it held anything).
+  bool kernel_log_read = false;
   // Scheduler facts such as SLURM_JOB_ID (name -> value).
   std::map<std::string, std::string> scheduler;
 };

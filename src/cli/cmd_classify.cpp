@@ -107,8 +107,10 @@ int cmd_classify(int argc, char** argv) {
     if (auto st = classify::read_kernel_log(kernel_log, host); !st) {
       return runtime_error(st.error());
     }
+    host.kernel_log_read = true;
   } else {
     host.kernel_lines = facts->host.kernel_lines;
+    host.kernel_log_read = facts->host.kernel_log_read;
   }
   host.cgroup_oom_kills = facts->host.cgroup_oom_kills;
 

@@ -270,6 +270,8 @@ RunEnding run_job(const RunOptions& o) {
   classify::HostEvidence host_ev;
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
+  host_ev.kernel_log_read = watch.kernel_log_read();
+  rep.cgroup_oom_kills = host_ev.cgroup_oom_kills;
   for (const auto& [k, v] : rep.env) {
     if (k.rfind("SLURM_", 0) == 0 || k.rfind("LSB_", 0) == 0 || k.rfind("PBS_", 0) == 0) {
       host_ev.scheduler[k] = v;

@@ -113,6 +113,7 @@ EvidenceWatch EvidenceWatch::start() {
   w.m_kmsg.reset(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (w.m_kmsg.valid()) {
     ::lseek(w.m_kmsg.get(), 0, SEEK_END);
+    w.m_kernel_log_read = true;
     w.m_sources["kernel_log"] = "read (/dev/kmsg)";
   } else {
     w.m_sources["kernel_log"] = std::string("not available: /dev/kmsg: ") + std::strerror(errno);

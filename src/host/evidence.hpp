@@ -27,10 +27,13 @@ class EvidenceWatch {
   // Kernel lines that bear on a job: OOM killer and NVIDIA Xid/NVRM lines, as text.
   const std::vector<std::string>& kernel_lines() const { return m_kernel_lines; }
   std::optional<int64_t> cgroup_oom_kills() const;
+  // The kernel log could be read for the run (empty or not).
+  bool kernel_log_read() const { return m_kernel_log_read; }
   const std::map<std::string, std::string>& sources() const { return m_sources; }
 
  private:
   util::UniqueFd m_kmsg;
+  bool m_kernel_log_read = false;
   std::string m_oom_counter_path;
   std::optional<int64_t> m_oom_before, m_oom_after;
   std::vector<std::string> m_kernel_lines;

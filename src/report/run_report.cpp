@@ -49,6 +49,11 @@ json to_json(const RunReport& r) {
       {"sources", r.sources},
       {"warnings", r.warnings},
   };
+  // Only when the counter could be read, so that `gpualert classify` on the run
+  // directory sees the host facts the run saw.
+  if (r.cgroup_oom_kills) {
+    j["cgroup_oom_kills"] = *r.cgroup_oom_kills;
+  }
   // Diagnosis keys are present only once a classifier decided: absent, not invented.
   if (r.verdict) {
     json v = verdict_json(*r.verdict);
@@ -87,6 +92,9 @@ util::Result<RunReport> from_json(const json& j) {
     }
     get_if(j, "env", r.env);
     get_if(j, "sources", r.sources);
+    if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
+      r.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
+    }
     get_if(j, "warnings", r.warnings);
     if (j.contains("label") && j["label"].is_string()) {
       classify::Verdict v;

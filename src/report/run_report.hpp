@@ -32,6 +32,7 @@ struct RunReport {
   std::optional<std::string> log_fallback;     // why the run dir is not where it was asked to be
   std::map<std::string, std::string> env;      // GPU/scheduler-relevant environment at start
   std::map<std::string, std::string> sources;  // evidence source -> "read" / why not
+  std::optional<int64_t> cgroup_oom_kills;     // oom_kill events in the job's memory cgroup
   std::optional<classify::Verdict> verdict;    // absent until a classifier decided
   std::vector<std::string> warnings;           // things the wrapper wants the reader to know
 };

@@ -75,6 +75,34 @@ class Diagnosis(RunTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn('"label": "cuda_oom"', p.stdout)
 
+    def test_a_bare_sigkill_is_judged_by_what_the_host_could_tell(self):
+        # A real kill -9 with nothing in the log. What the run could read (/dev/kmsg,
+        # the memory cgroup's counter) is in report.json, and decides between "not the
+        # OOM killer" and "likely the OOM killer, unconfirmed"; classify on the run
+        # directory reads the same facts back and agrees.
+        p, run_dir = self.run_wrapped(["sh", "-c", "echo step 1; kill -9 $$"])
+        self.assertEqual(p.returncode, -9)
+        rep = self.report(run_dir)
+        host_read = rep["sources"]["kernel_log"].startswith("read") or "cgroup_oom_kills" in rep
+        if "cgroup_oom_kills" in rep:
+            self.assertEqual(rep["cgroup_oom_kills"], 0)
+        self.assertEqual(rep["label"], "unknown" if host_read else "host_oom")
+        self.assertEqual(rep["rule"], "killed-without-a-cause" if host_read else "killed-likely-oom")
+        c = subprocess.run([BIN, "classify", "--json", os.path.join(run_dir, "output.log")],
+                           capture_output=True, text=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertIn('"rule": "%s"' % rep["rule"], c.stdout)
+        # The same log on its own, with nothing on the host to ask.
+        alone = os.path.join(self.tmp, "alone")
+        os.makedirs(alone)
+        with open(os.path.join(run_dir, "output.log"), "rb") as src, \
+                open(os.path.join(alone, "output.log"), "wb") as dst:
+            dst.write(src.read())
+        c = subprocess.run([BIN, "classify", "--json", "--signal", "SIGKILL",
+                            os.path.join(alone, "output.log")], capture_output=True, text=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertIn('"rule": "killed-likely-oom"', c.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
