@@ -112,6 +112,21 @@ TEST(Ordering, WatchdogAbortWithKnownWhatIsNotNativeCrash) {
       "  what():  basic_string::_M_construct null not valid\n",
       killed_by(SIGABRT));
   EXPECT_EQ(v.label, "native_crash");
+  // Older PyTorch printed the abort before the timeout it was about: the what() line
+  // names the cause, whatever came first.
+  v = classify_text(
+      "[E ProcessGroupNCCL.cpp:361] Some NCCL operations have failed or timed out.\n"
+      "terminate called after throwing an instance of 'std::runtime_error'\n"
+      "  what():  [Rank 2] Watchdog caught collective operation timeout: "
+      "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800909 milliseconds before timing "
+      "out.\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "comm_timeout");
+  v = classify_text(
+      "terminate called after throwing an instance of 'std::runtime_error'\n"
+      "  what():  NCCL Error 2: unhandled system error\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "comm_error");
 }
 
 TEST(Ordering, NcclUnhandledCudaErrorReadsLastError) {
