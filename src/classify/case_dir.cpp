@@ -146,7 +146,6 @@ util::Result<CaseFacts> read_case_facts(const std::string& dir) {
     if (auto st = read_kernel_log(kernel, facts.host); !st) {
       return util::Error{st.error()};
     }
-    facts.kernel_log_read = true;
     facts.host.kernel_log_read = true;
   }
   return facts;
