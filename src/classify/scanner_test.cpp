@@ -100,33 +100,35 @@ TEST(Ordering, NanBeforeTheTimeoutItCaused) {
 }
 
 TEST(Ordering, WatchdogAbortWithKnownWhatIsNotNativeCrash) {
-  auto v = classify_text(
-      "terminate called after throwing an instance of 'c10::DistBackendError'\n"
-      "  what():  [PG 0 Rank 2] Process group watchdog thread terminated with exception: CUDA "
-      "error: an illegal memory access was encountered\n"
-      "Aborted (core dumped)\n",
-      killed_by(SIGABRT));
-  EXPECT_EQ(v.label, "cuda_illegal_access");
-  v = classify_text(
-      "terminate called after throwing an instance of 'std::logic_error'\n"
-      "  what():  basic_string::_M_construct null not valid\n",
-      killed_by(SIGABRT));
-  EXPECT_EQ(v.label, "native_crash");
-  // Older PyTorch printed the abort before the timeout it was about: the what() line
-  // names the cause, whatever came first.
-  v = classify_text(
-      "[E ProcessGroupNCCL.cpp:361] Some NCCL operations have failed or timed out.\n"
-      "terminate called after throwing an instance of 'std::runtime_error'\n"
-      "  what():  [Rank 2] Watchdog caught collective operation timeout: "
-      "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800909 milliseconds before timing "
-      "out.\n",
-      killed_by(SIGABRT));
-  EXPECT_EQ(v.label, "comm_timeout");
-  v = classify_text(
-      "terminate called after throwing an instance of 'std::runtime_error'\n"
-      "  what():  NCCL Error 2: unhandled system error\n",
-      killed_by(SIGABRT));
-  EXPECT_EQ(v.label, "comm_error");
+  // "terminate called after throwing" is the C++ runtime's framing; the what() line
+  // names the error, and decides when a rule explains it, whichever line came first.
+  struct Case {
+    const char* log;
+    const char* label;
+  };
+  const Case cases[] = {
+      {"terminate called after throwing an instance of 'c10::DistBackendError'\n"
+       "  what():  [PG 0 Rank 2] Process group watchdog thread terminated with exception: CUDA "
+       "error: an illegal memory access was encountered\n"
+       "Aborted (core dumped)\n",
+       "cuda_illegal_access"},
+      {"terminate called after throwing an instance of 'std::logic_error'\n"
+       "  what():  basic_string::_M_construct null not valid\n",
+       "native_crash"},
+      // Older PyTorch printed the abort before the timeout it was about.
+      {"[E ProcessGroupNCCL.cpp:361] Some NCCL operations have failed or timed out.\n"
+       "terminate called after throwing an instance of 'std::runtime_error'\n"
+       "  what():  [Rank 2] Watchdog caught collective operation timeout: "
+       "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800909 milliseconds before "
+       "timing out.\n",
+       "comm_timeout"},
+      {"terminate called after throwing an instance of 'std::runtime_error'\n"
+       "  what():  NCCL Error 2: unhandled system error\n",
+       "comm_error"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(classify_text(c.log, killed_by(SIGABRT)).label, c.label) << c.log;
+  }
 }
 
 TEST(Ordering, NcclUnhandledCudaErrorReadsLastError) {
