@@ -17,7 +17,7 @@ struct CaseFacts {
   std::optional<std::string> label;  // case.json's true label, when present
   ExitInfo exit;
   bool exit_known = false;  // case.json/report.json gave an exit status
-  HostEvidence host;  // kernel.log, and what case.json/report.json say was read on the host
+  HostEvidence host;        // kernel.log, and what case.json/report.json say was read on the host
 };
 
 // Reads case.json (preferred) or report.json and kernel.log from `dir`, whichever
