@@ -291,7 +291,9 @@ class Case:
 
 
 class Result:
-    pass
+    # Host facts a run may not have (gen_slurm's results never read /dev/kmsg).
+    kernel_log_read = False
+    oom_kill = None
 
 
 def neutral_dir(label, name):
@@ -579,9 +581,9 @@ def write_case(case, res, quiet=False):
     }
     # The host facts a wrapped run would have had: whether the kernel log could be
     # read (empty or not), and the memory cgroup's oom_kill counter when there was one.
-    if getattr(res, "kernel_log_read", False):
+    if res.kernel_log_read:
         meta["kernel_log_read"] = True
-    if getattr(res, "oom_kill", None) is not None:
+    if res.oom_kill is not None:
         meta["cgroup_oom_kills"] = res.oom_kill
     meta.update(case.extra)
     tmp = dest + ".tmp-%d" % os.getpid()

@@ -61,16 +61,9 @@ util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFac
   if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
     facts.host.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
   }
-  // Whether the run's kernel log could be read: a case says so directly; a run's
-  // report.json says it in its sources ("read (/dev/kmsg)" or why not).
+  // Whether the run's kernel log could be read (empty or not).
   if (j.contains("kernel_log_read") && j["kernel_log_read"].is_boolean()) {
     facts.host.kernel_log_read = j["kernel_log_read"].get<bool>();
-  }
-  if (auto it = j.find("sources"); it != j.end() && it->is_object()) {
-    auto kl = it->find("kernel_log");
-    if (kl != it->end() && kl->is_string() && kl->get<std::string>().rfind("read", 0) == 0) {
-      facts.host.kernel_log_read = true;
-    }
   }
   return util::ok_status();
 }

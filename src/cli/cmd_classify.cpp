@@ -103,16 +103,14 @@ int cmd_classify(int argc, char** argv) {
     exit = facts->exit;
   }
   exit.wrapper_timeout |= wrapper_timeout || facts->exit.wrapper_timeout;
-  if (!kernel_log.empty()) {
+  host = facts->host;
+  if (!kernel_log.empty()) {  // replaces the kernel.log beside the log, if any
+    host.kernel_lines.clear();
     if (auto st = classify::read_kernel_log(kernel_log, host); !st) {
       return runtime_error(st.error());
     }
     host.kernel_log_read = true;
-  } else {
-    host.kernel_lines = facts->host.kernel_lines;
-    host.kernel_log_read = facts->host.kernel_log_read;
   }
-  host.cgroup_oom_kills = facts->host.cgroup_oom_kills;
 
   auto rules = classify::load_rules(rule_files);
   if (!rules) {

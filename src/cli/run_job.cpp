@@ -272,6 +272,7 @@ RunEnding run_job(const RunOptions& o) {
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
   host_ev.kernel_log_read = watch.kernel_log_read();
   rep.cgroup_oom_kills = host_ev.cgroup_oom_kills;
+  rep.kernel_log_read = host_ev.kernel_log_read;
   for (const auto& [k, v] : rep.env) {
     if (k.rfind("SLURM_", 0) == 0 || k.rfind("LSB_", 0) == 0 || k.rfind("PBS_", 0) == 0) {
       host_ev.scheduler[k] = v;

@@ -47,6 +47,7 @@ json to_json(const RunReport& r) {
       {"log_fallback", r.log_fallback ? json(*r.log_fallback) : json(nullptr)},
       {"env", r.env},
       {"sources", r.sources},
+      {"kernel_log_read", r.kernel_log_read},
       {"warnings", r.warnings},
   };
   // Only when the counter could be read, so that `gpualert classify` on the run
@@ -92,6 +93,7 @@ util::Result<RunReport> from_json(const json& j) {
     }
     get_if(j, "env", r.env);
     get_if(j, "sources", r.sources);
+    get_if(j, "kernel_log_read", r.kernel_log_read);
     if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
       r.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
     }
