@@ -17,7 +17,13 @@ LogFollower::LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper
       m_consumer(std::move(consumer)),
       m_skipper(std::move(skipper)),
       m_starter(std::move(starter)),
-      m_limits(limits) {
+      m_limits(limits) {}
+
+void LogFollower::start() {
+  if (m_thread.joinable() || m_finished || m_done.load()) {
+    return;
+  }
+  m_started = true;
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -32,6 +38,9 @@ void LogFollower::finish() {
     return;
   }
   m_finished = true;
+  if (!m_started && m_starter) {
+    m_starter();  // never started (a short job): what the thread would have run first
+  }
   // The rest is read here, at the caller's priority: the caller waits for it, and
   // an idle-priority thread can be kept off the CPU by anything else runnable.
   if (!m_fd.valid()) {

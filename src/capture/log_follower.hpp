@@ -14,6 +14,10 @@
 // what it has not read, jumping over the rest to a place where the sink knows the line
 // count (a line mark, the last line end, or inside a last line longer than the bound),
 // so the wrapper's exit is never held for long, whatever the lines' length.
+//
+// The thread runs from start() on. A follower never started (`run` starts it only
+// for a job that outlives its first moments) reads what there is in finish(), on
+// the caller's thread, within the same catch-up bound.
 #pragma once
 
 #include <atomic>
@@ -41,11 +45,13 @@ class LogFollower {
   // Called instead of Consumer for a skipped region, which ends after a '\n', or,
   // when the log ends in a line longer than the catch-up, inside that line.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
-  // Runs first on the follower's thread (to load the rules beside the job, not before it).
+  // Runs first on the follower's thread, or in finish() when it was never started.
   using Starter = std::function<void()>;
   LogFollower(const LogSink& sink, Consumer consumer, Skipper skipper = nullptr,
               Starter starter = nullptr, FollowerLimits limits = {});
   ~LogFollower();
+  // Starts following on a thread of its own (idempotent; a no-op after finish()).
+  void start();
   // Call after the sink received its last byte: joins the thread, then reads
   // what is left (at most FollowerLimits::max_catch_up and a mark's spacing) on the
   // calling thread.
@@ -82,6 +88,7 @@ class LogFollower {
   uint64_t m_offset = 0;
   uint64_t m_lines = 0;  // '\n' in [0, m_offset)
   bool m_finished = false;
+  bool m_started = false;
   std::thread m_thread;
 };
 

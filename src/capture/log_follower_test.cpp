@@ -51,8 +51,10 @@ Followed follow_to_end(const capture::LogSink& sink, uint64_t max_catch_up) {
 TEST(LogFollower, SeesEveryByteInOrder) {
   TempLog log;
   capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::milliseconds(50));
+  sink.start_syncing();
   std::string seen;
   capture::LogFollower follower(sink, [&](std::string_view b) { seen.append(b); });
+  follower.start();
   std::string expected;
   for (int i = 0; i < 2000; ++i) {
     std::string line = "step " + std::to_string(i) + " loss 0.1\n";
@@ -63,6 +65,25 @@ TEST(LogFollower, SeesEveryByteInOrder) {
   follower.finish();
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(follower.skipped(), 0u);
+}
+
+TEST(LogFollower, NeverStartedItReadsAllInFinishAfterItsStarter) {
+  // A short job's follower never gets a thread: finish() runs the starter (which
+  // loads the rules) and reads everything on the caller's thread, in order.
+  TempLog log;
+  capture::LogSink sink(log.open_for_write(), log.path, {}, std::chrono::seconds(10));
+  std::string events;
+  capture::LogFollower follower(
+      sink, [&](std::string_view b) { events.append(b); }, nullptr,
+      [&] { events.append("[started]"); });
+  sink.append("step 1 loss 2.3\n");
+  sink.append("Traceback (most recent call last):\n");
+  sink.close();
+  follower.finish();
+  EXPECT_EQ(events, "[started]step 1 loss 2.3\nTraceback (most recent call last):\n");
+  follower.start();  // too late: a no-op, not a thread reading past the end
+  follower.finish();
+  EXPECT_EQ(follower.consumed(), sink.written());
 }
 
 TEST(LogFollower, BoundedCatchUpSkipsTheMiddleAndCountsItsLines) {
@@ -217,6 +238,7 @@ TEST(LogFollower, IdlePriorityOnlyOnceFarBehind) {
         }
       },
       nullptr, nullptr, limits);
+  follower.start();
   sink.append("step 1 loss 2.3\n");
   for (int i = 0; i < 1000 && first_policy.load() < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -253,6 +275,7 @@ TEST(LogFollower, DefersWhileTheJobPoursAndCatchesUpWhenItStops) {
         }
       },
       nullptr, nullptr, limits);
+  follower.start();
   sink.append("first line\n");
   // Pour 8 MiB at once while the follower is inside its slow first chunk: it then
   // sees a backlog over the bound that grew far faster than the rate. (Pouring in

@@ -20,6 +20,12 @@ LogSink::LogSink(util::UniqueFd fd, std::string path, LineMark start,
       m_published_line_end(start),
       m_interval(sync_interval) {
   m_marks.reserve(k_marks);
+}
+
+void LogSink::start_syncing() {
+  if (m_sync_thread.joinable() || m_closed || closed()) {
+    return;
+  }
   m_sync_thread = std::thread([this] { sync_loop(); });
 }
 
@@ -141,8 +147,14 @@ void LogSink::finish_writing() {
 
 void LogSink::close() {
   finish_writing();
+  if (m_closed) {
+    return;
+  }
+  m_closed = true;
   if (m_sync_thread.joinable()) {
-    m_sync_thread.join();
+    m_sync_thread.join();  // it made the last fdatasync
+  } else {
+    ::fdatasync(m_fd.get());  // never started (a short job): the last sync is ours
   }
 }
 

@@ -1,14 +1,14 @@
 // capture/log_sink.hpp: the durable log, written on the copy path and synced beside it.
 //
-// append() is called from the copy loop only; it never blocks on fsync. A
-// background thread fdatasyncs the file every sync interval and once at close,
-// so what the job printed is on disk within that bound even if the wrapper is
-// SIGKILLed. A failing write (a full disk) never stops the copy to the terminal:
-// it is counted and reported once, and writing is retried on the next append.
-// written() is published for readers that follow the log (the online classifier),
-// with line marks: every MiB or so, where a line ended and how many lines came
-// before it, so that a reader far behind can jump ahead without reading (and
-// counting) what it skips.
+// append() is called from the copy loop only; it never blocks on fsync. Once
+// start_syncing() was called, a background thread fdatasyncs the file every sync
+// interval and once at close, so what the job printed is on disk within that
+// bound even if the wrapper is SIGKILLed. A short job's sink never starts it:
+// close() makes the one fdatasync itself. A failing write (a full disk) never stops the copy to the
+// terminal: it is counted and reported once, and writing is retried on the next append. written()
+// is published for readers that follow the log (the online classifier), with line marks: every MiB
+// or so, where a line ended and how many lines came before it, so that a reader far behind can jump
+// ahead without reading (and counting) what it skips.
 #pragma once
 
 #include <atomic>
@@ -42,13 +42,17 @@ class LogSink {
   LogSink(const LogSink&) = delete;
   LogSink& operator=(const LogSink&) = delete;
 
+  // Starts the sync thread (from the thread that appends; idempotent, and a no-op
+  // once closing began). Before it, nothing is synced until close().
+  void start_syncing();
   void append(std::string_view bytes);
   // Appends wrapper lines (already marked), starting on a fresh line.
   void append_wrapper_lines(std::string_view lines);
   // No more appends: the sync thread makes its last fdatasync and ends, while
   // the caller goes on (diagnosis, the report). Idempotent.
   void finish_writing();
-  // finish_writing(), then waits for that last sync. Idempotent.
+  // finish_writing(), then waits for that last sync (or makes it, when the sync
+  // thread was never started). Idempotent.
   void close();
 
   uint64_t job_bytes() const { return m_job_bytes; }
@@ -98,6 +102,7 @@ class LogSink {
   uint64_t m_next_writeback = UINT64_MAX;  // wake the sync thread when written() reaches it
   bool m_stop = false;
   bool m_dirty = false;
+  bool m_closed = false;  // close() ran; the appending thread only
   std::thread m_sync_thread;
 };
 

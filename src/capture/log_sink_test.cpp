@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "util/fd.hpp"
 
 TEST(LogSink, FullDeviceIsCountedNotFatal) {
@@ -32,4 +34,51 @@ TEST(LogSink, WrapperLinesStartOnTheirOwnLine) {
   auto text = util::read_file(tmpl);
   ::unlink(tmpl);
   EXPECT_EQ(*text, "no newline at the end\n#gpualert# footer\n");
+}
+
+TEST(LogSink, WithoutTheSyncThreadCloseStillWritesAndSyncsEverything) {
+  // A short job's sink never starts its thread: close() makes the last fdatasync.
+  // Started after closing began, the thread is not started at all.
+  char tmpl[] = "/tmp/gpualert-sink-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  {
+    capture::LogSink sink(util::UniqueFd(fd), tmpl, {}, std::chrono::milliseconds(20));
+    sink.append("step 1\n");
+    sink.finish_writing();
+    sink.start_syncing();
+    EXPECT_TRUE(sink.closed());
+    sink.close();
+    sink.close();  // idempotent
+  }
+  auto text = util::read_file(tmpl);
+  ::unlink(tmpl);
+  EXPECT_EQ(*text, "step 1\n");
+}
+
+TEST(LogSink, OneSyncThreadFromStartSyncingUntilClose) {
+  auto threads = [] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  };
+  char tmpl[] = "/tmp/gpualert-sink-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  const int before = threads();
+  {
+    capture::LogSink sink(util::UniqueFd(fd), tmpl, {}, std::chrono::milliseconds(5));
+    sink.append("step 0\n");
+    EXPECT_EQ(threads(), before);  // none until asked for
+    sink.start_syncing();
+    sink.start_syncing();  // idempotent
+    EXPECT_EQ(threads(), before + 1);
+    sink.append("step 1\n");
+    sink.close();
+    EXPECT_EQ(threads(), before);
+  }
+  auto text = util::read_file(tmpl);
+  ::unlink(tmpl);
+  EXPECT_EQ(*text, "step 0\nstep 1\n");
 }

@@ -75,6 +75,7 @@ size_t Tee::copy_once(size_t i) {
     return 0;
   }
   auto len = static_cast<size_t>(n);
+  m_copied += len;
   m_log.append(std::string_view(m_buf.get(), len));
   write_terminal(s, m_buf.get(), len);
   if (!s.terminal_ok && s.terminal >= 0) {

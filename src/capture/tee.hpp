@@ -9,6 +9,7 @@
 // pipe it would have seen without the wrapper.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ class Tee {
   size_t copy_once(size_t i);
   std::vector<Stream>& streams() { return m_streams; }
   bool all_eof() const;
+  // Bytes read from the job's pipes so far.
+  uint64_t copied() const { return m_copied; }
   // Terminal write failures other than EPIPE, for the report.
   const std::vector<std::string>& notes() const { return m_notes; }
 
@@ -43,6 +46,7 @@ class Tee {
   std::vector<Stream> m_streams;
   std::unique_ptr<char[]> m_buf;
   std::vector<std::string> m_notes;
+  uint64_t m_copied = 0;
 };
 
 }  // namespace capture

@@ -1,11 +1,10 @@
 // cli/online_diagnosis.hpp: the classifier as `run` drives it, beside the capture.
 //
-// prepare() runs first on the log follower's thread, started right after the
-// spawn: loading the embedded default rules and building the scanner happen
-// while the job starts, not before it. (Started before the spawn, a thread busy
-// allocating makes posix_spawn's vfork child exec several times slower.) A
-// user's rules file is loaded and checked before anything runs (a broken file is
-// a usage error), then handed in already loaded.
+// prepare() runs on `run`'s thread right after the spawn: loading the embedded
+// default rules and building the scanner happen while the job starts, not before
+// it (a thread busy allocating before the spawn makes posix_spawn's vfork child
+// exec several times slower). A user's rules file is loaded and checked before
+// anything runs (a broken file is a usage error), then handed in already loaded.
 #pragma once
 
 #include <memory>

@@ -212,14 +212,21 @@ RunEnding run_job(const RunOptions& o) {
   sreq.own_process_group = !interactive;
   sreq.default_signals = &intake->child_defaults();
   auto spawned = supervise::spawn(sreq);
-  // The follower starts only now: a thread busy allocating while posix_spawn's
-  // vfork child execs makes the exec several times slower.
-  capture::LogFollower follower(
-      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
-      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); },
-      [&diagnosis] { diagnosis.prepare(); });
   out_w.reset();
   err_w.reset();
+  // The rules are loaded now, while the job starts on another CPU (its first output
+  // waits in the pipe meanwhile); not before the spawn, which they would delay.
+  diagnosis.prepare();
+  capture::LogFollower follower(
+      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); });
+  // A job that goes on gets the sync thread and the follower's thread; one that
+  // ends within sopt.helpers_after never does, and its end needs no wake-up
+  // between threads (see SuperviseOptions::start_helpers).
+  sopt.start_helpers = [&sink, &follower] {
+    sink.start_syncing();
+    follower.start();
+  };
 
   supervise::SuperviseResult result;
   if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
@@ -240,7 +247,7 @@ RunEnding run_job(const RunOptions& o) {
   rep.duration_s = duration;
   tee.streams().clear();  // close our read ends: late writers get EPIPE, not a hang
   sink.append_wrapper_lines(footer(result, rep.ended, sink));
-  sink.finish_writing();  // its last fdatasync runs beside the diagnosis below
+  sink.finish_writing();  // a sync thread makes its last fdatasync beside the diagnosis below
   watch.finish();
   follower.finish();
 
@@ -317,7 +324,7 @@ RunEnding run_job(const RunOptions& o) {
                  sink.first_error()->c_str(), static_cast<unsigned long long>(sink.lost_bytes()));
   }
 
-  sink.close();  // the log is on disk before the report is read or sent
+  sink.close();  // the log is on disk before the report is read or sent (synced here if short)
   std::string notice;
   if (notify::should_notify(config, rep)) {
     NotifyOutcome outcome =

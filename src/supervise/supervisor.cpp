@@ -22,12 +22,16 @@ class Loop {
     if (o.timeout) {
       m_term_at = m_start + *o.timeout;
     }
+    if (o.start_helpers) {
+      m_helpers_at = m_start + o.helpers_after;
+    }
   }
 
   SuperviseResult run() {
     while (!m_status) {
       poll_streams(true, next_timeout_ms());
       check_deadlines();
+      maybe_start_helpers();
     }
     drain();
     return SuperviseResult{*m_status, m_timed_out, m_events};
@@ -54,6 +58,9 @@ class Loop {
     } else if (m_kill_at && !m_kill_sent) {
       next = *m_kill_at;
     }
+    if (m_helpers_at && (!next || *m_helpers_at < *next)) {
+      next = *m_helpers_at;
+    }
     if (!next) {
       return -1;
     }
@@ -77,6 +84,14 @@ class Loop {
       m_events.push_back("time limit: still running " +
                          util::human_duration(to_s(m_opt.kill_after)) +
                          " after SIGTERM, sent SIGKILL");
+    }
+  }
+
+  void maybe_start_helpers() {
+    if (m_helpers_at && !m_status &&
+        (m_tee.copied() >= m_opt.helpers_after_bytes || Clock::now() >= *m_helpers_at)) {
+      m_helpers_at.reset();
+      m_opt.start_helpers();
     }
   }
 
@@ -161,6 +176,7 @@ class Loop {
   const SuperviseOptions& m_opt;
   Clock::time_point m_start;
   std::optional<Clock::time_point> m_term_at, m_kill_at;
+  std::optional<Clock::time_point> m_helpers_at;  // until start_helpers() ran
   bool m_term_sent = false, m_kill_sent = false, m_timed_out = false;
   std::optional<ExitStatus> m_status;
   std::vector<std::string> m_events;

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +29,15 @@ struct SuperviseOptions {
   std::chrono::milliseconds kill_after{30000};
   std::chrono::milliseconds drain_idle{300};  // after exit: stop when pipes are quiet this long
   std::chrono::milliseconds drain_max{3000};  // ... or after this long in any case
+  // Called once, from the loop, when the job is still running `helpers_after` after
+  // the start or has printed `helpers_after_bytes`: what a job that goes on needs
+  // beside the copy (the periodic sync, diagnosis reading the log back) starts then.
+  // A job that ends sooner is supervised by this one thread from start to end: no
+  // wake-up passes between threads, each a cross-CPU interrupt that on a loaded VM
+  // was measured to cost milliseconds.
+  std::function<void()> start_helpers;
+  std::chrono::milliseconds helpers_after{50};
+  uint64_t helpers_after_bytes = 1u << 20;
 };
 
 struct SuperviseResult {

@@ -1,0 +1,82 @@
+// The supervisor's start_helpers hook, on real children: called once for a job that
+// outlives helpers_after or prints helpers_after_bytes, never for one that ends sooner.
+#include "supervise/supervisor.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "capture/log_sink.hpp"
+#include "capture/tee.hpp"
+#include "supervise/spawn.hpp"
+
+namespace {
+
+extern "C" char** environ;
+
+struct Outcome {
+  int helper_calls = 0;
+  supervise::SuperviseResult result;
+  uint64_t log_bytes = 0;
+};
+
+// Runs `sh -c script` under supervise() with its output in a pipe and the log on
+// /dev/null, counting start_helpers calls.
+Outcome supervise_script(const std::string& script, std::chrono::milliseconds after,
+                         uint64_t after_bytes) {
+  auto intake = supervise::SignalIntake::open();
+  EXPECT_TRUE(static_cast<bool>(intake));
+  capture::LogSink sink(util::UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)), "/dev/null", {},
+                        std::chrono::seconds(10));
+  capture::Tee tee(sink);
+  int out[2];
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  util::UniqueFd out_w(out[1]);
+  tee.add(util::UniqueFd(out[0]), -1);  // no terminal copy
+  supervise::SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", script};
+  for (char** e = environ; *e != nullptr; ++e) {
+    req.env.emplace_back(*e);
+  }
+  req.stdout_fd = out_w.get();
+  req.stderr_fd = 2;
+  req.default_signals = &intake->child_defaults();
+  auto spawned = supervise::spawn(req);
+  out_w.reset();
+  Outcome o;
+  supervise::SuperviseOptions opt;
+  opt.helpers_after = after;
+  opt.helpers_after_bytes = after_bytes;
+  opt.start_helpers = [&o] { ++o.helper_calls; };
+  o.result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, opt);
+  o.log_bytes = sink.job_bytes();
+  sink.close();
+  return o;
+}
+
+TEST(Supervisor, AShortJobNeverStartsTheHelpers) {
+  auto o = supervise_script("echo one line", std::chrono::seconds(30), 1u << 20);
+  EXPECT_EQ(o.helper_calls, 0);
+  EXPECT_EQ(o.result.status.code, 0);
+  EXPECT_EQ(o.log_bytes, 9u);
+}
+
+TEST(Supervisor, AJobThatGoesOnStartsThemOnce) {
+  auto o =
+      supervise_script("echo start; sleep 0.4; echo end", std::chrono::milliseconds(20), 1u << 20);
+  EXPECT_EQ(o.helper_calls, 1);
+  EXPECT_EQ(o.result.status.code, 0);
+}
+
+TEST(Supervisor, AJobPrintingInBulkStartsThemBeforeTheTime) {
+  // 2 MiB printed at once: the byte threshold starts the helpers though the time
+  // threshold (30 s) is never reached; the job then waits, so it is still running.
+  auto o =
+      supervise_script("head -c 2097152 /dev/zero; sleep 0.2", std::chrono::seconds(30), 1u << 20);
+  EXPECT_EQ(o.helper_calls, 1);
+  EXPECT_EQ(o.log_bytes, 2097152u);
+}
+
+}  // namespace
