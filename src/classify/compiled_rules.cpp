@@ -271,8 +271,8 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
   std::vector<const char*> expressions;
   std::vector<unsigned> flags;
   std::vector<unsigned> ids;
-  // A marker that clears another rule must say where it last matched, so it is
-  // reported on every line like a rule.
+  // A marker that clears another rule, or that must match the log's last line
+  // (at_end), must say where it last matched, so it is reported on every line like a rule.
   std::unordered_map<std::string, bool> clears;
   for (const Rule& rule : rules) {
     for (const auto& id : rule.cleared_by) {
@@ -284,7 +284,8 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
     // The expressions point into out->m_rules: the database is built later.
     const Rule& rule = out->m_rules[r];
     out->m_index[rule.id] = static_cast<int>(r);
-    const bool once = rule.is_marker && !clears.count(rule.id) && out->m_once.size() < 32;
+    const bool once =
+        rule.is_marker && !rule.at_end && !clears.count(rule.id) && out->m_once.size() < 32;
     if (once) {
       out->m_once.push_back(r);
     }

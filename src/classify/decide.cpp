@@ -65,63 +65,87 @@ std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
   return out;
 }
 
+// The verdict's evidence says why an exit status of 0 was not believed.
+void contradicted(Verdict& v, const Rule* marker) {
+  if (marker != nullptr) {
+    v.evidence.insert(v.evidence.begin(),
+                      EvidenceLine{0, "exit status 0, not believed: " + marker->note, "exit"});
+  }
+}
+
 }  // namespace
 
 Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
-               const ExitInfo& exit, const HostEvidence& host) {
+               const ExitInfo& exit, const HostEvidence& host, uint64_t log_end) {
   const auto& rules = compiled.rules();
-  const bool exited_zero = exit.exit_code && *exit.exit_code == 0 && !exit.signal;
+  bool exited_zero = exit.exit_code && *exit.exit_code == 0 && !exit.signal;
   const int signal = effective_signal(exit);
   const bool cgroup_oom = host.cgroup_oom_kills && *host.cgroup_oom_kills > 0;
   const bool host_unread = !host.kernel_log_read && !host.cgroup_oom_kills;
 
-  int best = -1;
-  std::tuple<int, uint64_t, size_t> best_key{0, 0, 0};
-  for (size_t i = 0; i < rules.size(); ++i) {
+  // The conditions of rule i that do not depend on whether exit 0 is believed.
+  auto holds = [&](size_t i) {
     const Rule& rule = rules[i];
     const RuleHits& h = hits[i];
-    if (rule.is_marker) {
-      continue;
-    }
     const bool facts_only = rule.patterns.empty();
     if (!facts_only && h.count == 0) {
-      continue;
-    }
-    if (exited_zero && !rule.on_success) {
-      continue;
+      return false;
     }
     if (!rule.signals.empty() && !contains(rule.signals, signal)) {
-      continue;
+      return false;
     }
     if (!rule.exit_codes.empty() &&
         !(exit.exit_code && !exit.signal && contains(rule.exit_codes, *exit.exit_code))) {
-      continue;
+      return false;
     }
     if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout) ||
         (rule.host_unread && !host_unread)) {
-      continue;
+      return false;
+    }
+    if (rule.at_end && (facts_only || h.last != log_end)) {
+      return false;
     }
     const auto& refs = compiled.refs(static_cast<uint32_t>(i));
     if (!refs.needs.empty() && std::none_of(refs.needs.begin(), refs.needs.end(),
                                             [&](int r) { return matched(hits, r); })) {
-      continue;
+      return false;
     }
     if (std::any_of(refs.unless.begin(), refs.unless.end(),
                     [&](int r) { return matched(hits, r); })) {
-      continue;
+      return false;
     }
     const uint64_t last = facts_only ? position(Origin::end, 0) : h.last;
     if (!std::all_of(refs.after.begin(), refs.after.end(), [&](int r) {
           return matched(hits, r) && hits[static_cast<size_t>(r)].first < last;
         })) {
+      return false;
+    }
+    return std::none_of(refs.cleared_by.begin(), refs.cleared_by.end(), [&](int r) {
+      return matched(hits, r) && hits[static_cast<size_t>(r)].last > last;
+    });
+  };
+
+  // Exit 0 that the log contradicts (a launcher that did not pass a failure on):
+  // the rules decide as for a failed job.
+  const Rule* zero_contradicted = nullptr;
+  if (exited_zero) {
+    for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
+      if (rules[i].is_marker && rules[i].fails_zero_exit && holds(i)) {
+        zero_contradicted = &rules[i];
+        exited_zero = false;
+      }
+    }
+  }
+
+  int best = -1;
+  std::tuple<int, uint64_t, size_t> best_key{0, 0, 0};
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const Rule& rule = rules[i];
+    if (rule.is_marker || (exited_zero && !rule.on_success) || !holds(i)) {
       continue;
     }
-    if (std::any_of(refs.cleared_by.begin(), refs.cleared_by.end(), [&](int r) {
-          return matched(hits, r) && hits[static_cast<size_t>(r)].last > last;
-        })) {
-      continue;
-    }
-    const uint64_t pos = facts_only ? position(Origin::end, 0) : h.first;
+    const bool facts_only = rule.patterns.empty();
+    const uint64_t pos = facts_only ? position(Origin::end, 0) : hits[i].first;
     std::tuple<int, uint64_t, size_t> key{static_cast<int>(rule.tier), pos, i};
     if (best < 0 || key < best_key) {
       best = static_cast<int>(i);
@@ -137,6 +161,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     v.group = std::string(info->group);
     v.action = std::string(info->action);
     v.evidence.push_back({0, exit_text(exit), "exit"});
+    contradicted(v, zero_contradicted);
     return v;
   }
   const Rule& rule = rules[static_cast<size_t>(best)];
@@ -167,6 +192,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
       }
     }
   }
+  contradicted(v, zero_contradicted);
   return v;
 }
 

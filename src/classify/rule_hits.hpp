@@ -34,8 +34,10 @@ struct RuleHits {
 };
 
 // Decides the label from the hits of every rule (indexed like rules.rules()).
+// log_end: the position of the last line of job output with text (k_no_position
+// when there is none), for the `at_end` condition.
 Verdict decide(const CompiledRules& rules, const std::vector<RuleHits>& hits, const ExitInfo& exit,
-               const HostEvidence& host);
+               const HostEvidence& host, uint64_t log_end = k_no_position);
 
 // The signal an exit status stands for: the signal itself, or N for exit code 128+N
 // (what a shell reports for a child killed by signal N); 0 when neither.

@@ -171,6 +171,10 @@ class Loader {
         read_bool(value, what, rule.wrapper_timeout);
       } else if (key == "host_unread") {
         read_bool(value, what, rule.host_unread);
+      } else if (key == "at_end") {
+        read_bool(value, what, rule.at_end);
+      } else if (key == "fails_zero_exit") {
+        read_bool(value, what, rule.fails_zero_exit);
       } else if (key == "signals" || key == "exit_codes") {
         const toml::array* arr = value.as_array();
         if (!arr) {
@@ -208,6 +212,9 @@ class Loader {
       return;
     }
     const std::string name = "rule '" + rule.id + "': ";
+    if (rule.fails_zero_exit && !rule.is_marker) {
+      error(where, name + "fails_zero_exit is for markers (a rule already names its label)");
+    }
     if (rule.is_marker) {
       if (!rule.label.empty()) {
         error(where, name + "a marker has no label");

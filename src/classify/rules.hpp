@@ -41,20 +41,25 @@ struct Rule {
   bool caseless = false;
   bool on_success = false;  // may override exit status 0
   bool yields = false;  // a generic rule: a line that a specific rule explains is not its evidence
+  // A marker only: when it holds and the job exited 0, the job failed all the same
+  // (a launcher or script that did not pass the failure on): the rules decide as for
+  // a failed job, and the verdict's evidence says why the status was not believed.
+  bool fails_zero_exit = false;
 
   std::vector<std::string> patterns;  // any one matching a line is evidence
   std::vector<std::string> exclude;   // a line matching one of these is not evidence
   std::vector<std::string> extract;   // RE2 with named groups -> Verdict::fields
 
   // Conditions; all given ones must hold.
-  std::vector<int> signals;             // killed by one of these (or exit code 128+N)
-  std::vector<int> exit_codes;          // exited with one of these
-  bool cgroup_oom = false;              // the job's memory cgroup saw an oom_kill
-  bool wrapper_timeout = false;         // gpualert's --timeout stopped the job
-  bool host_unread = false;             // neither kernel log nor memory cgroup could be read
-  std::vector<std::string> needs;       // at least one of these rules/markers matched
-  std::vector<std::string> unless;      // none of these matched
-  std::vector<std::string> after;       // each matched before this rule's last evidence
+  std::vector<int> signals;         // killed by one of these (or exit code 128+N)
+  std::vector<int> exit_codes;      // exited with one of these
+  bool cgroup_oom = false;          // the job's memory cgroup saw an oom_kill
+  bool wrapper_timeout = false;     // gpualert's --timeout stopped the job
+  bool host_unread = false;         // neither kernel log nor memory cgroup could be read
+  bool at_end = false;              // the last evidence line is the last line of the job's output
+  std::vector<std::string> needs;   // at least one of these rules/markers matched
+  std::vector<std::string> unless;  // none of these matched
+  std::vector<std::string> after;   // each matched before this rule's last evidence
   std::vector<std::string> cleared_by;  // void if one of these matched after our last evidence
 
   std::string action;  // empty: the taxonomy's first action for the label

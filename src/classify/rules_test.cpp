@@ -195,6 +195,18 @@ TEST(RuleLoading, UnknownKeyAndDuplicateId) {
   EXPECT_NE(r.error().find("f.toml:6: duplicate id 'a'"), std::string::npos) << r.error();
 }
 
+TEST(RuleLoading, FailsZeroExitIsForMarkers) {
+  auto r = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"script_error\"\npatterns = ['x']\nfails_zero_exit = true\n",
+      "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("fails_zero_exit is for markers"), std::string::npos) << r.error();
+  EXPECT_TRUE(RuleSet::load_string("[[marker]]\nid = \"m\"\npatterns = ['x']\n"
+                                   "fails_zero_exit = true\nat_end = true\n",
+                                   "f.toml")
+                  .ok());
+}
+
 TEST(RuleLoading, MergeOverridesInPlaceAndAppends) {
   auto site = RuleSet::load_string(
       "[[rule]]\nid = \"cuda-oom\"\nlabel = \"cuda_oom\"\npatterns = ['SITE OOM']\n"

@@ -74,6 +74,7 @@ struct Scanner::Impl {
   bool finished = false;
   bool warmed_up = false;
   uint64_t skipped = 0;
+  uint64_t last_line = k_no_position;  // the last line of job output with text, if any
 
   // Scratch, reused.
   std::vector<Match> matches;
@@ -107,6 +108,9 @@ struct Scanner::Impl {
       return;
     }
     const size_t prefix_length = static_cast<size_t>(stripped.text.data() - text.data());
+    if (&b == &block) {
+      last_line = line;
+    }
     b.lines.push_back(Block::Line{b.text.size(), stripped.text.size(), b.prefixes.size(),
                                   prefix_length, stripped.rank, line});
     b.prefixes.append(text.data(), prefix_length);
@@ -392,7 +396,8 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
     }
     k.fields.insert(l.fields.begin(), l.fields.end());
   }
-  return decide(*s.rules, hits, exit, host);
+  return decide(*s.rules, hits, exit, host,
+                s.last_line == k_no_position ? k_no_position : position(Origin::log, s.last_line));
 }
 
 std::map<std::string, uint64_t> Scanner::keyword_counts(const HostEvidence& host) const {

@@ -293,10 +293,50 @@ TEST(Ordering, NcclSystemCallFailureBeforeACutTraceback) {
   EXPECT_EQ(v.rule, "comm-error");
 }
 
-TEST(Success, ExitZeroWithTracebackIsStillSuccess) {
+TEST(Success, ExitZeroWithATracebackTheJobWentOnFromIsStillSuccess) {
+  // A traceback logged and survived (a caught exception, a retried download).
+  EXPECT_EQ(classify_text("Traceback (most recent call last):\nValueError: x\nretrying\ndone\n",
+                          exit_code(0))
+                .label,
+            "success");
+  // Python's "ignored" exceptions (destructors, atexit handlers) leave the status as it is.
   EXPECT_EQ(
-      classify_text("Traceback (most recent call last):\nValueError: x\n", exit_code(0)).label,
+      classify_text("step 10 loss 0.5\nException ignored in: <function Pool.__del__ at 0x7f>\n"
+                    "Traceback (most recent call last):\n"
+                    "  File \"pool.py\", line 268, in __del__\n"
+                    "AttributeError: 'NoneType' object has no attribute 'util'\n",
+                    exit_code(0))
+          .label,
       "success");
+}
+
+TEST(Success, ExitZeroIsNotBelievedWhenTheLogEndsInAnUncaughtException) {
+  // A launcher that returned 0 although its workers died (the DeepSpeed launcher
+  // did), or a job script whose last command hid the status: the output's last line
+  // is the exception that ended a process.
+  const std::string died =
+      "[INFO] [launch.py:102:main] dist_world_size=2\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 1, in <module>\n"
+      "NameError: name 'garbage' is not defined\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 1, in <module>\n"
+      "NameError: name 'garbage' is not defined\n";
+  auto v = classify_text(died, exit_code(0));
+  EXPECT_EQ(v.label, "script_error");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence.front().source, "exit");
+  EXPECT_NE(v.evidence.front().text.find("exit status 0, not believed"), std::string::npos);
+  // The specific rules decide as for any failed job.
+  v = classify_text(
+      "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+      "capacity of 79.10 GiB of which 1.06 GiB is free.\n",
+      exit_code(0));
+  EXPECT_EQ(v.label, "cuda_oom");
+  // An exception line without a traceback before it is not a process dying of it.
+  EXPECT_EQ(classify_text("step 1\nValueError: bad value in row 3, skipped\n", exit_code(0)).label,
+            "success");
 }
 
 // ---- the exit status and host facts alone
