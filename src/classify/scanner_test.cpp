@@ -141,6 +141,27 @@ TEST(Ordering, NcclUnhandledCudaErrorReadsLastError) {
   EXPECT_EQ(v.label, "cuda_oom");
 }
 
+TEST(Ordering, NcclRefusedItsShmSegmentIsNotAFullDevShm) {
+  // /dev/shm not writable: NCCL's shared-memory transport fails at its first
+  // segment. Raising /dev/shm's size would not help; its mode would.
+  auto v = classify_text(
+      "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission "
+      "denied\n"
+      "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+      "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory "
+      "segment nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n"
+      "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:290, unhandled system error\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "comm_error");
+  EXPECT_EQ(v.rule, "nccl-shm-permission");
+  // Without the permission error, the same segment failure is a full /dev/shm.
+  v = classify_text(
+      "node1:42:42 [0] NCCL WARN Error while creating shared memory segment "
+      "/dev/shm/nccl-AbCdEf (size 9637888)\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "shm_exhausted");
+}
+
 TEST(Ordering, ShmNotDiskFull) {
   auto v = classify_text(
       "RuntimeError: unable to write to file </torch_169035_1920244589_10>: No space left on "
