@@ -66,6 +66,10 @@ TEST(LogSink, OneSyncThreadFromStartSyncingUntilClose) {
   };
   char tmpl[] = "/tmp/gpualert-sink-XXXXXX";
   int fd = ::mkstemp(tmpl);
+  // Threads of earlier tests in this process may still be on their way out.
+  for (int i = 0; i < 200 && threads() != 1; ++i) {
+    ::usleep(5000);
+  }
   const int before = threads();
   {
     capture::LogSink sink(util::UniqueFd(fd), tmpl, {}, std::chrono::milliseconds(5));
@@ -76,6 +80,11 @@ TEST(LogSink, OneSyncThreadFromStartSyncingUntilClose) {
     EXPECT_EQ(threads(), before + 1);
     sink.append("step 1\n");
     sink.close();
+    // The joined thread leaves /proc/self/task a moment after pthread_join returns
+    // (the kernel clears the tid before it releases the task).
+    for (int i = 0; i < 200 && threads() != before; ++i) {
+      ::usleep(5000);
+    }
     EXPECT_EQ(threads(), before);
   }
   auto text = util::read_file(tmpl);
