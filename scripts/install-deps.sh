@@ -6,8 +6,8 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build g++ pkg-config make
   libcurl4-openssl-dev libre2-dev libhyperscan-dev libtomlplusplus-dev libcli11-dev
   nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
-test_pkgs=(python3-aiosmtpd openssl util-linux procps clang libclang-rt-14-dev)
-corpus_pkgs=(python3-torch slurm-wlm munge)
+test_pkgs=(python3-aiosmtpd openssl util-linux procps clang libclang-rt-14-dev slurm-wlm munge)
+corpus_pkgs=(python3-torch)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in

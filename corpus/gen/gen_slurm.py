@@ -19,136 +19,26 @@ foreground under capture.py like every other case.
 """
 import os
 import re
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from capture import Case, Result, job_env, workdir, neutral_dir, write_case, run_case, RUN_ROOT, free_port
+from capture import Case, Result, job_env, workdir, neutral_dir, write_case, run_case, RUN_ROOT
 
 G = "gen_slurm.py"
-BASE = os.path.join(tempfile.gettempdir(), "gpualert-slurm")
-CONF = os.path.join(BASE, "slurm.conf")
-HOST = socket.gethostname().split(".")[0]
-ENV = dict(os.environ, SLURM_CONF=CONF)
-pids = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "helpers"))
+from slurm_node import SlurmNode  # noqa: E402  (the same private Slurm the tests start)
+
+NODE = SlurmNode(os.path.join(tempfile.gettempdir(), "gpualert-slurm"))
+CONF = NODE.conf
+sh = NODE.sh
+start = NODE.start
+stop = NODE.stop
 
 
-def sh(cmd, **kw):
-    return subprocess.run(cmd, env=kw.pop("env", ENV), capture_output=True, text=True, **kw)
-
-
-def start():
-    shutil.rmtree(BASE, ignore_errors=True)
-    for d in ("state", "spool", "log", "munge"):
-        os.makedirs(os.path.join(BASE, d))
-    mdir = os.path.join(BASE, "munge")
-    shutil.chown(mdir, "munge", "munge")
-    os.chmod(mdir, 0o700)
-    os.chmod(BASE, 0o755)
-    key = "/etc/munge/munge.key"
-    if not os.path.exists(key):
-        os.makedirs("/etc/munge", exist_ok=True)
-        with open(key, "wb") as f:
-            f.write(os.urandom(128))
-        shutil.chown(key, "munge", "munge")
-        os.chmod(key, 0o400)
-    sock = os.path.join(mdir, "munge.socket")
-    r = subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--force",
-                        "--socket=" + sock, "--pid-file=" + os.path.join(mdir, "munged.pid"),
-                        "--log-file=" + os.path.join(mdir, "munged.log"),
-                        "--seed-file=" + os.path.join(mdir, "munged.seed"), "--key-file=" + key],
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError("munged: " + r.stderr)
-    pids["munged"] = int(open(os.path.join(mdir, "munged.pid")).read())
-    mem = 0
-    for line in open("/proc/meminfo"):
-        if line.startswith("MemTotal:"):
-            mem = int(line.split()[1]) // 1024
-    cport = free_port(16817)
-    dport = free_port(cport + 1)
-    conf = f"""ClusterName=gpualert
-SlurmctldHost={HOST}
-SlurmctldPort={cport}
-SlurmdPort={dport}
-SlurmUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={sock}
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=600
-SlurmdParameters=config_overrides
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={BASE}/log/jobcomp.txt
-JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=task=1
-JobAcctGatherParams=OverMemoryKill
-KillWait=5
-OverTimeLimit=0
-MinJobAge=600
-MpiDefault=none
-ReturnToService=2
-StateSaveLocation={BASE}/state
-SlurmdSpoolDir={BASE}/spool
-SlurmctldPidFile={BASE}/slurmctld.pid
-SlurmdPidFile={BASE}/slurmd.pid
-SlurmctldLogFile={BASE}/log/slurmctld.log
-SlurmdLogFile={BASE}/log/slurmd.log
-NodeName={HOST} CPUs=24 Boards=1 SocketsPerBoard=1 CoresPerSocket=24 ThreadsPerCore=1 RealMemory={int(mem * 0.95)} State=UNKNOWN
-PartitionName=debug Nodes={HOST} Default=YES MaxTime=INFINITE State=UP
-"""
-    with open(CONF, "w") as f:
-        f.write(conf)
-    r = sh(["/usr/sbin/slurmctld", "-c"])
-    if r.returncode:
-        raise RuntimeError("slurmctld: " + r.stderr)
-    for _ in range(100):
-        if "UP" in sh(["scontrol", "ping"]).stdout:
-            break
-        time.sleep(0.2)
-    else:
-        raise RuntimeError("slurmctld did not come up")
-    r = sh(["/usr/sbin/slurmd"])
-    if r.returncode:
-        raise RuntimeError("slurmd: " + r.stderr)
-    for _ in range(150):
-        out = sh(["sinfo", "-h", "-o", "%T"]).stdout.strip()
-        if out.startswith("idle"):
-            return
-        time.sleep(0.2)
-    raise RuntimeError("node not idle: %s" % sh(["sinfo"]).stdout)
-
-
-def stop():
-    sh(["scancel", "--full", "-u", "root"])
-    time.sleep(0.5)
-    for name in ("slurmd", "slurmctld"):
-        pf = os.path.join(BASE, name + ".pid")
-        try:
-            pid = int(open(pf).read())
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
-                os.kill(pid, 0)
-                time.sleep(0.1)
-            os.kill(pid, signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-    if "munged" in pids:
-        try:
-            os.kill(pids["munged"], signal.SIGTERM)
-        except OSError:
-            pass
-    time.sleep(0.3)
-    shutil.rmtree(BASE, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------

@@ -201,6 +201,7 @@ RunEnding run_job(const RunOptions& o) {
   bool interactive = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
   supervise::SuperviseOptions sopt;
   sopt.mode = interactive ? supervise::JobControl::shared_group : supervise::JobControl::own_group;
+  sopt.slurm_step = supervise::Forwarding::step_from_environment();
   sopt.timeout = o.timeout;
   sopt.kill_after = o.kill_after;
 

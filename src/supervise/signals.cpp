@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -63,24 +64,47 @@ SignalIntake::~SignalIntake() {
 
 bool SignalIntake::handles(int sig) const { return sigismember(&m_blocked, sig) == 1; }
 
-bool should_forward(const signalfd_siginfo& info, JobControl mode) {
-  if (info.ssi_signo == SIGCHLD) {
+bool is_slurmstepd(pid_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  return comm && std::getline(comm, name) && name.rfind("slurmstepd", 0) == 0;
+}
+
+SlurmStep Forwarding::step_from_environment() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr || *job == '\0') {
+    return SlurmStep::none;
+  }
+  const char* step = std::getenv("SLURM_STEP_ID");
+  return step != nullptr && *step != '\0' && std::strcmp(step, "batch") != 0 ? SlurmStep::srun
+                                                                             : SlurmStep::batch;
+}
+
+bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
+  const int sig = static_cast<int>(info.ssi_signo);
+  if (sig == SIGCHLD) {
     return false;
   }
-  if (mode == JobControl::shared_group && info.ssi_code == SI_KERNEL) {
+  if (m_mode == JobControl::shared_group && info.ssi_code == SI_KERNEL) {
     return false;  // Ctrl-C, Ctrl-\, hangup: the terminal signalled the job too
   }
-  if (static_cast<pid_t>(info.ssi_pid) == ::getpid()) {
+  const auto sender = static_cast<pid_t>(info.ssi_pid);
+  if (sender == ::getpid()) {
     return false;
   }
-  if (info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE) {
-    std::ifstream comm("/proc/" + std::to_string(info.ssi_pid) + "/comm");
-    std::string name;
-    if (comm && std::getline(comm, name) && name.rfind("slurmstepd", 0) == 0) {
-      return false;
-    }
+  if ((info.ssi_code != SI_USER && info.ssi_code != SI_QUEUE) || !is_slurmstepd(sender)) {
+    return true;
   }
-  return true;
+  if (m_step != SlurmStep::batch) {
+    return false;  // an srun step: slurmstepd signals each of its processes
+  }
+  if (sig == SIGCONT) {
+    m_stepd_cont_at = now_s;  // every process: resuming, or the start of the job's end
+    return false;
+  }
+  // The job's end is SIGCONT then SIGTERM to every process; a SIGTERM without that
+  // SIGCONT just before it was asked for, and reached the batch script alone.
+  return !(sig == SIGTERM && now_s - m_stepd_cont_at < 10.0);
 }
 
 }  // namespace supervise

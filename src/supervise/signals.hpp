@@ -54,10 +54,35 @@ enum class JobControl {
   own_group,     // batch: the job has its own process group, we forward to all of it
 };
 
-// Whether a signal we received should be sent on to the job, so that it gets it
-// exactly once: not when the terminal already sent it to the whole foreground group
-// (shared_group and SI_KERNEL), not when we sent it ourselves, and not when the
-// sender is Slurm's step daemon, which signals every process of the step itself.
-bool should_forward(const signalfd_siginfo& info, JobControl mode);
+// Where Slurm's step daemon (slurmstepd) sends its signals, measured on Slurm 22.05:
+// - in a step started by srun, to every process of the step (the job has it too);
+// - in the batch step, to every process only when it ends the job (scancel, time
+//   limit, memory limit, preemption: SIGCONT, then SIGTERM, then SIGKILL); any other
+//   signal (`sbatch --signal=B:USR1@60`, `scancel --batch` or `--full --signal=...`)
+//   goes to the batch script's process or process group alone, which does not hold
+//   the job (it has its own group).
+enum class SlurmStep { none, batch, srun };
+
+// Decides, for each signal the wrapper receives, whether to send it on to the job,
+// so that the job gets it exactly once: not when the terminal already sent it to the
+// whole foreground group (shared_group and SI_KERNEL), not when we sent it ourselves,
+// and not when slurmstepd sent it to every process (see SlurmStep). Remembers
+// slurmstepd's SIGCONT, which tells its job-ending SIGTERM from a requested one.
+class Forwarding {
+ public:
+  Forwarding(JobControl mode, SlurmStep step) : m_mode(mode), m_step(step) {}
+  // now_s: a monotonic clock in seconds.
+  bool should_forward(const signalfd_siginfo& info, double now_s);
+  // Which step we run in, from the environment (SLURM_JOB_ID, SLURM_STEP_ID).
+  static SlurmStep step_from_environment();
+
+ private:
+  JobControl m_mode;
+  SlurmStep m_step;
+  double m_stepd_cont_at = -1e9;  // when slurmstepd last sent SIGCONT
+};
+
+// Whether a process is Slurm's step daemon (its /proc/PID/comm).
+bool is_slurmstepd(pid_t pid);
 
 }  // namespace supervise

@@ -18,7 +18,12 @@ using Clock = std::chrono::steady_clock;
 class Loop {
  public:
   Loop(pid_t child, const SignalIntake& signals, capture::Tee& tee, const SuperviseOptions& o)
-      : m_child(child), m_signals(signals), m_tee(tee), m_opt(o), m_start(Clock::now()) {
+      : m_child(child),
+        m_signals(signals),
+        m_tee(tee),
+        m_opt(o),
+        m_forwarding(o.mode, o.slurm_step),
+        m_start(Clock::now()) {
     if (o.timeout) {
       m_term_at = m_start + *o.timeout;
     }
@@ -139,7 +144,8 @@ class Loop {
         reap();
         continue;
       }
-      if (!m_status && should_forward(info, m_opt.mode)) {
+      const double now_s = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+      if (!m_status && m_forwarding.should_forward(info, now_s)) {
         signal_job(static_cast<int>(info.ssi_signo));
       }
     }
@@ -174,6 +180,7 @@ class Loop {
   const SignalIntake& m_signals;
   capture::Tee& m_tee;
   const SuperviseOptions& m_opt;
+  Forwarding m_forwarding;
   Clock::time_point m_start;
   std::optional<Clock::time_point> m_term_at, m_kill_at;
   std::optional<Clock::time_point> m_helpers_at;  // until start_helpers() ran

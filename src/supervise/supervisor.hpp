@@ -25,6 +25,7 @@ namespace supervise {
 
 struct SuperviseOptions {
   JobControl mode = JobControl::own_group;
+  SlurmStep slurm_step = SlurmStep::none;  // where slurmstepd's signals go (see signals.hpp)
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_after{30000};
   std::chrono::milliseconds drain_idle{300};  // after exit: stop when pipes are quiet this long

@@ -1,0 +1,123 @@
+"""`gpualert run` as a Slurm batch job, on a real single-node Slurm started by the test.
+
+scancel sends its signal to every process of the job, gpualert and the job alike;
+whether the job got it too depends on how slurmstepd sent it (see
+supervise/signals.hpp). The job must get each signal once: the test counts what it
+receives, in the batch step and in an srun step.
+"""
+import os
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from harness import BIN, PY, RunTestCase, wait_for, write_script  # noqa: E402
+from slurm_node import SlurmNode  # noqa: E402
+
+COUNTER = """
+import os, signal, sys, time
+out = sys.argv[1]
+def note(text):
+    with open(out, "a") as f:
+        f.write(text + "\\n")
+def on(sig, frame):
+    note(signal.Signals(sig).name)
+    if sig == signal.SIGTERM:
+        time.sleep(1.0)  # a second, duplicate SIGTERM would be noted meanwhile
+        sys.exit(143)
+signal.signal(signal.SIGUSR1, on)
+signal.signal(signal.SIGTERM, on)
+note("ready %d" % os.getppid())
+print("training", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+@unittest.skipUnless(os.geteuid() == 0 and SlurmNode.available(),
+                     "needs root and slurm-wlm + munge (scripts/install-deps.sh test installs them)")
+class UnderSlurm(RunTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.node = SlurmNode(tempfile.mkdtemp(prefix="gpualert-slurm-test-"))
+        cls.node.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def lines(self, path):
+        try:
+            with open(path) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
+    def submit(self, script_line):
+        """Submits a batch script running script_line (with {job} and {seen}); returns
+        (jobid, path of the job's signal notes, gpualert's pid) once the job is ready."""
+        os.chmod(self.tmp, 0o755)
+        job = write_script(self.tmp, "counter.py", COUNTER)
+        seen = os.path.join(self.tmp, "signals.txt")
+        wrapped = f"{BIN} run -q --notify never --log-dir {self.logs} -- {PY} {job} {seen}"
+        batch = write_script(self.tmp, "job.sh", "#!/bin/bash\n" + script_line.format(wrapped=wrapped) + "\n")
+        r = self.node.sh(["sbatch", "--parsable", "--output", os.path.join(self.tmp, "slurm.out"),
+                          "--chdir", self.tmp, batch], env=dict(self.env, SLURM_CONF=self.node.conf))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jobid = r.stdout.strip().split(";")[0]
+        self.assertTrue(wait_for(lambda: "ready" in self.lines(seen), timeout=60),
+                        self.node.sh(["scontrol", "show", "job", jobid]).stdout)
+        return jobid, seen, int(self.lines(seen)[1])
+
+    def end_with_scancel(self, jobid, seen, usr1):
+        """scancel: SIGCONT and SIGTERM from slurmstepd to every process of the job; the
+        job notes SIGTERM once; its report says it was cancelled."""
+        r = self.node.sh(["scancel", jobid])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: self.node.job_state(jobid)[0] not in ("RUNNING", "COMPLETING"),
+                                 timeout=60))
+        time.sleep(0.5)
+        got = self.lines(seen)
+        self.assertEqual(got.count("SIGUSR1"), usr1, got)
+        self.assertEqual(got.count("SIGTERM"), 1, got)
+        self.assertEqual(self.node.job_state(jobid)[0], "CANCELLED")
+        run_dir = self.only_run_dir()
+        self.assertIsNotNone(run_dir)
+        report = self.report(run_dir)
+        self.assertEqual(report["exit_code"], 143)
+        self.assertEqual(report["label"], "cancelled")
+        self.assertEqual(report["env"].get("SLURM_JOB_ID"), jobid)
+        self.assertIn(b"training", self.job_output(run_dir))
+
+    def test_in_the_batch_step_a_requested_signal_is_forwarded_and_scancel_is_not(self):
+        jobid, seen, wrapper = self.submit("exec {wrapped}")
+        # --full --signal: slurmstepd signals the batch script's process group, which
+        # does not hold the job: gpualert forwards it (without, the job never got it).
+        r = self.node.sh(["scancel", "--full", "--signal=USR1", jobid])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: "SIGUSR1" in self.lines(seen), timeout=20))
+        time.sleep(1.0)
+        self.assertEqual(self.lines(seen).count("SIGUSR1"), 1, self.lines(seen))
+
+        # From anyone else to gpualert: forwarded, once.
+        os.kill(wrapper, signal.SIGUSR1)
+        self.assertTrue(wait_for(lambda: self.lines(seen).count("SIGUSR1") >= 2, timeout=20))
+        self.end_with_scancel(jobid, seen, usr1=2)
+
+    def test_in_an_srun_step_slurmstepd_signals_reach_the_job_once(self):
+        jobid, seen, wrapper = self.submit("srun {wrapped}")
+        # scancel --signal reaches every process of the srun step: the job has it
+        # already, and gpualert does not send it again.
+        r = self.node.sh(["scancel", "--signal=USR1", jobid])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: "SIGUSR1" in self.lines(seen), timeout=20))
+        time.sleep(1.0)
+        self.assertEqual(self.lines(seen).count("SIGUSR1"), 1, self.lines(seen))
+        os.kill(wrapper, signal.SIGUSR1)
+        self.assertTrue(wait_for(lambda: self.lines(seen).count("SIGUSR1") >= 2, timeout=20))
+        self.end_with_scancel(jobid, seen, usr1=2)
+
+if __name__ == "__main__":
+    unittest.main()
