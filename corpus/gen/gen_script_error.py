@@ -51,6 +51,31 @@ C.append(shcase("bash-command-not-found", L,
                 "#!/bin/bash\nset -e\nmodule load cuda/12.1 2>/dev/null || echo 'module: command not found, continuing'\naccelerate launch train.py --mixed_precision bf16\n",
                 "job script calls 'accelerate', which is not installed: bash 'command not found', exit 127.", G,
                 expect_exit=127, expect_re=r"command not found"))
+C.append(shcase("job-script-hid-the-status", L,
+                "#!/bin/bash\npython3 train.py --data data/train_shards.npz\n"
+                "cp -r checkpoints \"$HOME/results/\" 2>/dev/null || true\n",
+                "job script without set -e: training fails on a missing dataset, the copy of the results "
+                "after it fails silently and the script exits 0; the output ends in the traceback.", G,
+                expect_exit=0, expect_re=r"FileNotFoundError|No such file or directory"))
+C.append(shcase("worker-process-died-parent-exit0", L,
+                "#!/bin/bash\nexec python3 - <<'PY'\n"
+                "import multiprocessing as mp, time\n"
+                "def worker(rank):\n"
+                "    print(f'[rank {rank}] loading shard', flush=True)\n"
+                "    if rank == 1:\n"
+                "        time.sleep(0.5)\n"
+                "        shard = {'tokens': [1, 2, 3]}\n"
+                "        print(len(shard['input_ids']))\n"
+                "if __name__ == '__main__':\n"
+                "    procs = [mp.Process(target=worker, args=(r,)) for r in range(2)]\n"
+                "    for p in procs:\n"
+                "        p.start()\n"
+                "    for p in procs:\n"
+                "        p.join()\n"
+                "PY\n",
+                "a launcher that starts worker processes and never checks their exit codes: worker 1 dies of a "
+                "KeyError, the launcher exits 0; the output ends in the worker's traceback.", G,
+                expect_exit=0, expect_re=r"KeyError: 'input_ids'"))
 
 if __name__ == "__main__":
     generator_main(C, G)
