@@ -91,33 +91,29 @@ class UnderSlurm(RunTestCase):
         self.assertEqual(report["env"].get("SLURM_JOB_ID"), jobid)
         self.assertIn(b"training", self.job_output(run_dir))
 
-    def test_in_the_batch_step_a_requested_signal_is_forwarded_and_scancel_is_not(self):
-        jobid, seen, wrapper = self.submit("exec {wrapped}")
-        # --full --signal: slurmstepd signals the batch script's process group, which
-        # does not hold the job: gpualert forwards it (without, the job never got it).
-        r = self.node.sh(["scancel", "--full", "--signal=USR1", jobid])
+    def usr1_once_each_way(self, scancel_args, script_line):
+        """USR1 through `scancel scancel_args`, then from outside to gpualert: the job
+        notes each once; then scancel ends the job."""
+        jobid, seen, wrapper = self.submit(script_line)
+        r = self.node.sh(["scancel", *scancel_args, "--signal=USR1", jobid])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(wait_for(lambda: "SIGUSR1" in self.lines(seen), timeout=20))
         time.sleep(1.0)
         self.assertEqual(self.lines(seen).count("SIGUSR1"), 1, self.lines(seen))
-
         # From anyone else to gpualert: forwarded, once.
         os.kill(wrapper, signal.SIGUSR1)
         self.assertTrue(wait_for(lambda: self.lines(seen).count("SIGUSR1") >= 2, timeout=20))
         self.end_with_scancel(jobid, seen, usr1=2)
 
+    def test_in_the_batch_step_a_requested_signal_is_forwarded_and_scancel_is_not(self):
+        # --full --signal: slurmstepd signals the batch script's process group, which
+        # does not hold the job: gpualert forwards it (without, the job never got it).
+        self.usr1_once_each_way(["--full"], "exec {wrapped}")
+
     def test_in_an_srun_step_slurmstepd_signals_reach_the_job_once(self):
-        jobid, seen, wrapper = self.submit("srun {wrapped}")
         # scancel --signal reaches every process of the srun step: the job has it
         # already, and gpualert does not send it again.
-        r = self.node.sh(["scancel", "--signal=USR1", jobid])
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertTrue(wait_for(lambda: "SIGUSR1" in self.lines(seen), timeout=20))
-        time.sleep(1.0)
-        self.assertEqual(self.lines(seen).count("SIGUSR1"), 1, self.lines(seen))
-        os.kill(wrapper, signal.SIGUSR1)
-        self.assertTrue(wait_for(lambda: self.lines(seen).count("SIGUSR1") >= 2, timeout=20))
-        self.end_with_scancel(jobid, seen, usr1=2)
+        self.usr1_once_each_way([], "srun {wrapped}")
 
 if __name__ == "__main__":
     unittest.main()
