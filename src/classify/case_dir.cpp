@@ -62,6 +62,14 @@ util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFac
     facts.host.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
   }
   // Whether the run's kernel log could be read (empty or not).
+  // What the scheduler said of a job it ended (report.json of `run`).
+  if (j.contains("scheduler_lines") && j["scheduler_lines"].is_array()) {
+    for (const auto& l : j["scheduler_lines"]) {
+      if (l.is_string()) {
+        facts.host.scheduler_lines.push_back(l.get<std::string>());
+      }
+    }
+  }
   if (j.contains("kernel_log_read") && j["kernel_log_read"].is_boolean()) {
     facts.host.kernel_log_read = j["kernel_log_read"].get<bool>();
   }

@@ -52,6 +52,7 @@ struct Block {
   std::string text;
   std::string prefixes;
   std::vector<Line> lines;
+  const char* source = nullptr;  // the evidence's source name, when not the origin's
 
   void clear() {
     text.clear();
@@ -248,7 +249,8 @@ struct Scanner::Impl {
     std::string full(b.prefixes.data() + line.prefix_offset, line.prefix_length);
     full.append(text);
     h.evidence.push_back(
-        EvidenceLine{line.number, printable(full), origin == Origin::kernel ? "kernel" : "log"});
+        EvidenceLine{line.number, printable(full),
+                     b.source ? b.source : origin == Origin::kernel ? "kernel" : "log"});
     if (line.rank >= 0 && !h.fields.count("rank")) {
       h.fields["rank"] = std::to_string(line.rank);
     }
@@ -291,6 +293,18 @@ struct Scanner::Impl {
       }
     }
     flush(kb, Origin::kernel, into, keyword_lines);
+    // What the scheduler said about the job's end: host facts like the kernel's,
+    // numbered after them.
+    Block sb;
+    sb.source = "scheduler";
+    for (const auto& line : host.scheduler_lines) {
+      ++n;
+      LineSplitter splitter;
+      auto on_seg = [&](std::string_view seg, uint64_t) { add(sb, seg, n); };
+      splitter.feed(line, on_seg);
+      splitter.finish(on_seg);
+    }
+    flush(sb, Origin::kernel, into, keyword_lines);
   }
 };
 

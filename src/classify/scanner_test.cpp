@@ -162,6 +162,21 @@ TEST(Ordering, NcclRefusedItsShmSegmentIsNotAFullDevShm) {
   EXPECT_EQ(v.label, "shm_exhausted");
 }
 
+TEST(Ordering, TheSchedulerSaysItWasTheTimeLimit) {
+  // Slurm's banner went to its own output file; what `run` asked scontrol decides.
+  HostEvidence host;
+  host.scheduler_lines = {
+      "scontrol: job 7 JobState=COMPLETING Reason=TimeLimit RunTime=12:00:03 TimeLimit=12:00:00"};
+  auto v = classify_text("step 9000 loss 1.2\n", killed_by(SIGTERM), host);
+  EXPECT_EQ(v.label, "time_limit");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence.front().source, "scheduler");
+  // scancel: the reason is not the time limit, and the SIGTERM says cancelled.
+  host.scheduler_lines = {
+      "scontrol: job 7 JobState=COMPLETING Reason=None RunTime=00:10:00 TimeLimit=12:00:00"};
+  EXPECT_EQ(classify_text("step 9000 loss 1.2\n", killed_by(SIGTERM), host).label, "cancelled");
+}
+
 TEST(Ordering, ShmNotDiskFull) {
   auto v = classify_text(
       "RuntimeError: unable to write to file </torch_169035_1920244589_10>: No space left on "

@@ -30,6 +30,9 @@ struct HostEvidence {
   bool kernel_log_read = false;
   // Scheduler facts such as SLURM_JOB_ID (name -> value).
   std::map<std::string, std::string> scheduler;
+  // What the scheduler said about how the job ended ("scontrol: job 12 JobState=TIMEOUT
+  // Reason=TimeLimit"), scanned like kernel lines, with source "scheduler".
+  std::vector<std::string> scheduler_lines;
 };
 
 // One line that supports the verdict.

@@ -19,6 +19,7 @@
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
 #include "host/evidence.hpp"
+#include "host/scheduler.hpp"
 #include "notify/policy.hpp"
 #include "report/run_dir.hpp"
 #include "report/run_report.hpp"
@@ -279,6 +280,15 @@ RunEnding run_job(const RunOptions& o) {
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
   host_ev.kernel_log_read = watch.kernel_log_read();
+  if (result.scheduler_ended) {
+    // Slurm ended the job and printed why in its own output file, not here: ask it.
+    if (auto it = rep.env.find("SLURM_JOB_ID"); it != rep.env.end()) {
+      if (auto line = host::query_slurm_job_state(it->second, std::chrono::seconds(2))) {
+        host_ev.scheduler_lines.push_back(*line);
+        rep.scheduler_lines.push_back(*line);
+      }
+    }
+  }
   rep.cgroup_oom_kills = host_ev.cgroup_oom_kills;
   rep.kernel_log_read = host_ev.kernel_log_read;
   for (const auto& [k, v] : rep.env) {

@@ -52,6 +52,9 @@ json to_json(const RunReport& r) {
   };
   // Only when the counter could be read, so that `gpualert classify` on the run
   // directory sees the host facts the run saw.
+  if (!r.scheduler_lines.empty()) {
+    j["scheduler_lines"] = r.scheduler_lines;
+  }
   if (r.cgroup_oom_kills) {
     j["cgroup_oom_kills"] = *r.cgroup_oom_kills;
   }
@@ -94,6 +97,13 @@ util::Result<RunReport> from_json(const json& j) {
     get_if(j, "env", r.env);
     get_if(j, "sources", r.sources);
     get_if(j, "kernel_log_read", r.kernel_log_read);
+    if (j.contains("scheduler_lines") && j["scheduler_lines"].is_array()) {
+      for (const auto& l : j["scheduler_lines"]) {
+        if (l.is_string()) {
+          r.scheduler_lines.push_back(l.get<std::string>());
+        }
+      }
+    }
     if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
       r.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
     }

@@ -34,6 +34,7 @@ struct RunReport {
   std::map<std::string, std::string> sources;  // evidence source -> "read" / why not
   std::optional<int64_t> cgroup_oom_kills;     // oom_kill events in the job's memory cgroup
   bool kernel_log_read = false;                // the kernel log could be read for the run
+  std::vector<std::string> scheduler_lines;    // what the scheduler said of a job it ended
   std::optional<classify::Verdict> verdict;    // absent until a classifier decided
   std::vector<std::string> warnings;           // things the wrapper wants the reader to know
 };

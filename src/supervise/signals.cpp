@@ -96,6 +96,7 @@ bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
     return true;
   }
   if (m_step != SlurmStep::batch) {
+    m_scheduler_ending |= sig == SIGTERM;
     return false;  // an srun step: slurmstepd signals each of its processes
   }
   if (sig == SIGCONT) {
@@ -104,7 +105,11 @@ bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
   }
   // The job's end is SIGCONT then SIGTERM to every process; a SIGTERM without that
   // SIGCONT just before it was asked for, and reached the batch script alone.
-  return !(sig == SIGTERM && now_s - m_stepd_cont_at < 10.0);
+  if (sig == SIGTERM && now_s - m_stepd_cont_at < 10.0) {
+    m_scheduler_ending = true;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace supervise

@@ -75,11 +75,15 @@ class Forwarding {
   bool should_forward(const signalfd_siginfo& info, double now_s);
   // Which step we run in, from the environment (SLURM_JOB_ID, SLURM_STEP_ID).
   static SlurmStep step_from_environment();
+  // Whether slurmstepd has begun ending the job (its SIGTERM to every process):
+  // the scheduler then knows why (time limit, scancel, memory, preemption).
+  bool scheduler_ending() const { return m_scheduler_ending; }
 
  private:
   JobControl m_mode;
   SlurmStep m_step;
   double m_stepd_cont_at = -1e9;  // when slurmstepd last sent SIGCONT
+  bool m_scheduler_ending = false;
 };
 
 // Whether a process is Slurm's step daemon (its /proc/PID/comm).

@@ -71,6 +71,23 @@ TEST(Forwarding, InTheBatchStepOnlyTheJobsEndReachedEveryProcess) {
   EXPECT_TRUE(f.should_forward(from(SIGTERM, stepd.pid()), 230.0));
 }
 
+TEST(Forwarding, KnowsWhenSlurmBeganEndingTheJob) {
+  NamedProcess stepd("slurmstepd"), other("bash");
+  Forwarding batch(JobControl::own_group, SlurmStep::batch);
+  batch.should_forward(from(SIGUSR1, stepd.pid()), 1.0);
+  batch.should_forward(from(SIGTERM, other.pid()), 2.0);
+  batch.should_forward(from(SIGTERM, stepd.pid()), 3.0);  // asked for: not the end
+  EXPECT_FALSE(batch.scheduler_ending());
+  batch.should_forward(from(SIGCONT, stepd.pid()), 4.0);
+  batch.should_forward(from(SIGTERM, stepd.pid()), 4.001);
+  EXPECT_TRUE(batch.scheduler_ending());
+  Forwarding srun(JobControl::own_group, SlurmStep::srun);
+  srun.should_forward(from(SIGUSR1, stepd.pid()), 1.0);
+  EXPECT_FALSE(srun.scheduler_ending());
+  srun.should_forward(from(SIGTERM, stepd.pid()), 2.0);
+  EXPECT_TRUE(srun.scheduler_ending());
+}
+
 TEST(Forwarding, InAnSrunStepSlurmstepdSignalsEveryProcess) {
   NamedProcess stepd("slurmstepd");
   Forwarding f(JobControl::own_group, SlurmStep::srun);

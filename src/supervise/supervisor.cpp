@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/assert.hpp"
@@ -39,7 +40,7 @@ class Loop {
       maybe_start_helpers();
     }
     drain();
-    return SuperviseResult{*m_status, m_timed_out, m_events};
+    return SuperviseResult{*m_status, m_timed_out, m_forwarding.scheduler_ending(), m_events};
   }
 
  private:
@@ -138,15 +139,25 @@ class Loop {
   }
 
   void read_signals() {
+    m_batch.clear();
     signalfd_siginfo info{};
     while (util::read_retry(m_signals.fd(), &info, sizeof info) == sizeof info) {
-      if (info.ssi_signo == SIGCHLD) {
+      m_batch.push_back(info);
+    }
+    // The kernel hands pending signals over by number, not in the order they came:
+    // SIGTERM (15) before SIGCONT (18). Slurm's step daemon sends SIGCONT first when
+    // it ends a job, and Forwarding tells that SIGTERM by it: note SIGCONT first.
+    std::stable_partition(m_batch.begin(), m_batch.end(),
+                          [](const signalfd_siginfo& i) { return i.ssi_signo == SIGCONT; });
+    const double now_s = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    for (const auto& i : m_batch) {
+      if (i.ssi_signo == SIGCHLD) {
         reap();
         continue;
       }
-      const double now_s = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-      if (!m_status && m_forwarding.should_forward(info, now_s)) {
-        signal_job(static_cast<int>(info.ssi_signo));
+      // Judged even after the job ended, so that Forwarding learns who ended it.
+      if (m_forwarding.should_forward(i, now_s) && !m_status) {
+        signal_job(static_cast<int>(i.ssi_signo));
       }
     }
   }
@@ -189,6 +200,7 @@ class Loop {
   std::vector<std::string> m_events;
   std::vector<pollfd> m_fds;
   std::vector<size_t> m_index;
+  std::vector<signalfd_siginfo> m_batch;
 };
 
 }  // namespace

@@ -44,6 +44,7 @@ struct SuperviseOptions {
 struct SuperviseResult {
   ExitStatus status;
   bool wrapper_timeout = false;
+  bool scheduler_ended = false;     // Slurm's step daemon began ending the job (see Forwarding)
   std::vector<std::string> events;  // "sent SIGTERM after --timeout 90s", for the log footer
 };
 

@@ -48,6 +48,14 @@ class UnderSlurm(RunTestCase):
     def tearDownClass(cls):
         cls.node.stop()
 
+    ENDED = ("TIMEOUT", "CANCELLED", "COMPLETED", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
+             "PREEMPTED", "DEADLINE", "BOOT_FAIL")
+
+    def wait_ended(self, jobid, timeout):
+        """Waits for a final job state (an unanswered query is not one)."""
+        return wait_for(lambda: self.node.job_state(jobid)[0] in self.ENDED, timeout=timeout,
+                        interval=0.5)
+
     def lines(self, path):
         try:
             with open(path) as f:
@@ -55,8 +63,8 @@ class UnderSlurm(RunTestCase):
         except FileNotFoundError:
             return []
 
-    def submit(self, script_line):
-        """Submits a batch script running script_line (with {job} and {seen}); returns
+    def submit(self, script_line, sbatch_args=()):
+        """Submits a batch script running script_line (with {wrapped}); returns
         (jobid, path of the job's signal notes, gpualert's pid) once the job is ready."""
         os.chmod(self.tmp, 0o755)
         job = write_script(self.tmp, "counter.py", COUNTER)
@@ -64,7 +72,8 @@ class UnderSlurm(RunTestCase):
         wrapped = f"{BIN} run -q --notify never --log-dir {self.logs} -- {PY} {job} {seen}"
         batch = write_script(self.tmp, "job.sh", "#!/bin/bash\n" + script_line.format(wrapped=wrapped) + "\n")
         r = self.node.sh(["sbatch", "--parsable", "--output", os.path.join(self.tmp, "slurm.out"),
-                          "--chdir", self.tmp, batch], env=dict(self.env, SLURM_CONF=self.node.conf))
+                          "--chdir", self.tmp, *sbatch_args, batch],
+                         env=dict(self.env, SLURM_CONF=self.node.conf))
         self.assertEqual(r.returncode, 0, r.stderr)
         jobid = r.stdout.strip().split(";")[0]
         self.assertTrue(wait_for(lambda: "ready" in self.lines(seen), timeout=60),
@@ -76,8 +85,7 @@ class UnderSlurm(RunTestCase):
         job notes SIGTERM once; its report says it was cancelled."""
         r = self.node.sh(["scancel", jobid])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertTrue(wait_for(lambda: self.node.job_state(jobid)[0] not in ("RUNNING", "COMPLETING"),
-                                 timeout=60))
+        self.assertTrue(self.wait_ended(jobid, timeout=60), self.node.job_state(jobid))
         time.sleep(0.5)
         got = self.lines(seen)
         self.assertEqual(got.count("SIGUSR1"), usr1, got)
@@ -88,6 +96,10 @@ class UnderSlurm(RunTestCase):
         report = self.report(run_dir)
         self.assertEqual(report["exit_code"], 143)
         self.assertEqual(report["label"], "cancelled")
+        # Slurm printed why into its own output file; gpualert asked it instead (the
+        # job is still COMPLETING then, and the reason is not a time limit).
+        self.assertRegex(" ".join(report["scheduler_lines"]),
+                         rf"scontrol: job {jobid} JobState=\S+ Reason=None ")
         self.assertEqual(report["env"].get("SLURM_JOB_ID"), jobid)
         self.assertIn(b"training", self.job_output(run_dir))
 
@@ -114,6 +126,26 @@ class UnderSlurm(RunTestCase):
         # scancel --signal reaches every process of the srun step: the job has it
         # already, and gpualert does not send it again.
         self.usr1_once_each_way([], "srun {wrapped}")
+
+    def test_time_limit_with_a_warning_signal_first(self):
+        # sbatch --signal=B:USR1@50 --time=1: USR1 to the batch script (gpualert) some
+        # seconds in, forwarded once; at the limit SIGCONT and SIGTERM to every process,
+        # not forwarded; the verdict is the time limit, which only Slurm knows here
+        # (its banner goes to its own output file). About 90 s: limits are whole minutes.
+        jobid, seen, _ = self.submit("exec {wrapped}", ["--time=1", "--signal=B:USR1@50"])
+        self.assertTrue(self.wait_ended(jobid, timeout=150), self.node.job_state(jobid))
+        time.sleep(0.5)
+        got = self.lines(seen)
+        self.assertEqual(got.count("SIGUSR1"), 1, got)
+        self.assertEqual(got.count("SIGTERM"), 1, got)
+        self.assertEqual(self.node.job_state(jobid)[0], "TIMEOUT")
+        with open(os.path.join(self.tmp, "slurm.out")) as f:
+            self.assertIn("DUE TO TIME LIMIT", f.read())
+        report = self.report(self.only_run_dir())
+        self.assertEqual(report["label"], "time_limit")
+        self.assertEqual(report["exit_code"], 143)
+        sources = {e["source"]: e["text"] for e in report["evidence"]}
+        self.assertIn("Reason=TimeLimit", sources.get("scheduler", ""), report["evidence"])
 
 if __name__ == "__main__":
     unittest.main()

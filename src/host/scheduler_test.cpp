@@ -1,0 +1,80 @@
+#include "host/scheduler.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+// `scontrol show job --oneliner` as Slurm 22.05 printed it here, at the SIGTERM of a
+// job that reached its time limit and of one that was scancelled (shortened).
+constexpr const char* k_at_time_limit =
+    "JobId=1 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901759 "
+    "Nice=0 Account=(null) QOS=(null) JobState=COMPLETING Reason=TimeLimit Dependency=(null) "
+    "Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=00:01:27 "
+    "TimeLimit=00:01:00 TimeMin=N/A SubmitTime=2026-11-30T03:23:01\n";
+constexpr const char* k_at_scancel =
+    "JobId=2 JobName=t.sh UserId=root(0) JobState=COMPLETING Reason=None Dependency=(null) "
+    "RunTime=00:00:02 TimeLimit=00:05:00 TimeMin=N/A\n";
+
+TEST(SlurmState, TheStateReasonAndTimesOfTheJob) {
+  EXPECT_EQ(host::slurm_state_line(k_at_time_limit, "1"),
+            "scontrol: job 1 JobState=COMPLETING Reason=TimeLimit RunTime=00:01:27 "
+            "TimeLimit=00:01:00");
+  EXPECT_EQ(host::slurm_state_line(k_at_scancel, "2"),
+            "scontrol: job 2 JobState=COMPLETING Reason=None RunTime=00:00:02 TimeLimit=00:05:00");
+  EXPECT_FALSE(host::slurm_state_line("slurm_load_jobs error: Invalid job id specified\n", "9"));
+  // TimeMin= is not TimeLimit=, nor is a value that merely contains the key.
+  EXPECT_EQ(host::slurm_state_line("JobState=RUNNING TimeMin=N/A Comment=Reason=x", "3"),
+            "scontrol: job 3 JobState=RUNNING");
+}
+
+// A directory put first on PATH with an executable `scontrol` in it.
+struct FakePath {
+  std::string dir, old_path;
+  explicit FakePath(const std::string& script) {
+    char tmpl[] = "/tmp/gpualert-scontrol-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    std::ofstream(dir + "/scontrol") << script;
+    ::chmod((dir + "/scontrol").c_str(), 0755);
+    old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", (dir + ":" + old_path).c_str(), 1);
+  }
+  ~FakePath() {
+    ::setenv("PATH", old_path.c_str(), 1);
+    ::unlink((dir + "/scontrol").c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+
+TEST(SlurmState, AnUnansweredQueryIsGivenUpAtTheDeadline) {
+  // A controller that does not answer: scontrol hangs; the query gives up and kills it.
+  FakePath path("#!/bin/sh\nexec sleep 30\n");
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(host::query_slurm_job_state("77", std::chrono::milliseconds(300)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(SlurmState, ItsOutputIsReadAndAFailureIsNothing) {
+  {
+    FakePath path(std::string("#!/bin/sh\n[ \"$4\" = 12 ] && printf '%s' '") + k_at_scancel +
+                  "'\n");
+    EXPECT_EQ(host::query_slurm_job_state("12", std::chrono::seconds(5)),
+              "scontrol: job 12 JobState=COMPLETING Reason=None RunTime=00:00:02 "
+              "TimeLimit=00:05:00");
+  }
+  {
+    FakePath path("#!/bin/sh\necho 'JobState=RUNNING'\nexit 1\n");
+    EXPECT_FALSE(host::query_slurm_job_state("12", std::chrono::seconds(5)));
+  }
+  // Not a job id: nothing is run.
+  EXPECT_FALSE(host::query_slurm_job_state("12; rm -rf /", std::chrono::seconds(5)));
+  EXPECT_FALSE(host::query_slurm_job_state("", std::chrono::seconds(5)));
+}
+
+}  // namespace
