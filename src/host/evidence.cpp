@@ -43,7 +43,7 @@ bool kernel_line_relevant(const std::string& text) {
   static constexpr const char* k_needles[] = {
       "invoked oom-killer",          "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
       "Memory cgroup out of memory", "NVRM:",         "Xid",       "nvidia",     "segfault at",
-      "general protection"};
+      "general protection",          "memory: usage"};
   for (const char* n : k_needles) {
     if (text.find(n) != std::string::npos) {
       return true;
