@@ -3,7 +3,7 @@
 // The wrapper blocks them and reads them from a signalfd in its poll loop, so no
 // handler runs asynchronously and each delivery comes with its sender (si_code,
 // si_pid), which decides whether the job already got the same signal (see
-// should_forward). Signals that were ignored when gpualert started (nohup's SIGHUP)
+// Forwarding). Signals that were ignored when gpualert started (nohup's SIGHUP)
 // are left alone: the job inherits them ignored, as it would without the wrapper.
 #pragma once
 
