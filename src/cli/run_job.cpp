@@ -122,7 +122,7 @@ RunEnding run_job(const RunOptions& o) {
   }
 
   // A user's rules file is checked before anything runs (a broken one is a usage
-  // error); the embedded default is loaded beside the job, on the follower's thread.
+  // error); the embedded default is loaded right after the spawn, while the job starts.
   std::optional<classify::RuleSet> preloaded;
   std::string rules_file = o.rules_file.empty() ? config.rules_file : o.rules_file;
   if (!rules_file.empty()) {
