@@ -248,9 +248,10 @@ struct Scanner::Impl {
     }
     std::string full(b.prefixes.data() + line.prefix_offset, line.prefix_length);
     full.append(text);
-    h.evidence.push_back(
-        EvidenceLine{line.number, printable(full),
-                     b.source ? b.source : origin == Origin::kernel ? "kernel" : "log"});
+    h.evidence.push_back(EvidenceLine{line.number, printable(full),
+                                      b.source                   ? b.source
+                                      : origin == Origin::kernel ? "kernel"
+                                                                 : "log"});
     if (line.rank >= 0 && !h.fields.count("rank")) {
       h.fields["rank"] = std::to_string(line.rank);
     }
@@ -277,34 +278,29 @@ struct Scanner::Impl {
     }
   }
 
-  // Scans kernel lines into `into` (numbered 1.. in their own source).
+  // Scans the host's lines into `into`: the kernel's (numbered 1.. in their own
+  // source), then what the scheduler said about the job's end (numbered after them,
+  // source "scheduler"). Both are host facts, ordered before the log.
   void scan_kernel(const HostEvidence& host, std::vector<RuleHits>& into,
                    std::vector<uint64_t>* keyword_lines) {
-    Block kb;
     uint64_t n = 0;
-    for (const auto& line : host.kernel_lines) {
-      ++n;
-      LineSplitter splitter;
-      auto on_seg = [&](std::string_view seg, uint64_t) { add(kb, seg, n); };
-      splitter.feed(line, on_seg);
-      splitter.finish(on_seg);
-      if (kb.text.size() >= k_block_bytes) {
-        flush(kb, Origin::kernel, into, keyword_lines);
+    auto scan = [&](const std::vector<std::string>& lines, const char* source) {
+      Block b;
+      b.source = source;
+      for (const auto& line : lines) {
+        ++n;
+        LineSplitter splitter;
+        auto on_seg = [&](std::string_view seg, uint64_t) { add(b, seg, n); };
+        splitter.feed(line, on_seg);
+        splitter.finish(on_seg);
+        if (b.text.size() >= k_block_bytes) {
+          flush(b, Origin::kernel, into, keyword_lines);
+        }
       }
-    }
-    flush(kb, Origin::kernel, into, keyword_lines);
-    // What the scheduler said about the job's end: host facts like the kernel's,
-    // numbered after them.
-    Block sb;
-    sb.source = "scheduler";
-    for (const auto& line : host.scheduler_lines) {
-      ++n;
-      LineSplitter splitter;
-      auto on_seg = [&](std::string_view seg, uint64_t) { add(sb, seg, n); };
-      splitter.feed(line, on_seg);
-      splitter.finish(on_seg);
-    }
-    flush(sb, Origin::kernel, into, keyword_lines);
+      flush(b, Origin::kernel, into, keyword_lines);
+    };
+    scan(host.kernel_lines, nullptr);
+    scan(host.scheduler_lines, "scheduler");
   }
 };
 
