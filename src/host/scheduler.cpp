@@ -120,11 +120,22 @@ std::optional<std::string> query_slurm_job_state(const std::string& job_id,
     }
     out.append(buf, static_cast<size_t>(got));
   }
+  // Its output ended (or the deadline passed): it must also exit by the deadline.
   if (timed_out) {
     ::kill(pid, SIGKILL);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) {
+      break;
+    }
+    if (r == 0 && std::chrono::steady_clock::now() >= until) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+    } else if (r == 0) {
+      ::usleep(1000);
+    }
   }
   if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return std::nullopt;

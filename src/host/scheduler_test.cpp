@@ -60,6 +60,13 @@ TEST(SlurmState, AnUnansweredQueryIsGivenUpAtTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+TEST(SlurmState, AQueryThatClosesItsOutputAndHangsIsGivenUpToo) {
+  FakePath path("#!/bin/sh\nexec >/dev/null\nexec sleep 30\n");
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(host::query_slurm_job_state("77", std::chrono::milliseconds(300)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 TEST(SlurmState, ItsOutputIsReadAndAFailureIsNothing) {
   {
     FakePath path(std::string("#!/bin/sh\n[ \"$4\" = 12 ] && printf '%s' '") + k_at_scancel +
