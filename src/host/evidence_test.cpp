@@ -89,6 +89,9 @@ TEST(KmsgRecord, RelevantLines) {
   EXPECT_TRUE(kernel_line_relevant("python invoked oom-killer: gfp_mask=0xcc0"));
   EXPECT_TRUE(kernel_line_relevant("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234"));
   EXPECT_TRUE(kernel_line_relevant("python[123]: segfault at 0 ip 00007f sp 00007ff error 4"));
+  // The memory cgroup's part of an OOM report (printed only there).
+  EXPECT_TRUE(
+      kernel_line_relevant("memory: usage 184320000kB, limit 184320000kB, failcnt 2316326"));
   EXPECT_FALSE(kernel_line_relevant("EXT4-fs (vda): mounted filesystem"));
 }
 
