@@ -8,6 +8,7 @@
 #include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
 #include "notify/notify.hpp"
+#include "notify/outbox.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -24,14 +25,33 @@ int cmd_notify(int argc, char** argv) {
       ->check(size_validator());
   bool report_outcome = false;  // for `run`: the outcome in a form it parses (cli/notifier.cpp)
   app.add_flag("--report-outcome", report_outcome)->group("");
+  int64_t hold = 0;                    // for `run`: only queue it, held back this many seconds
+  std::vector<std::string> supersede;  // for `run`: held entries this notice replaces
+  app.add_option("--hold", hold)->group("")->check(CLI::NonNegativeNumber);
+  app.add_option("--supersede", supersede)->group("");
+  bool withdraw_only = false;  // for `run`: withdraw the --supersede entries, send nothing
+  app.add_flag("--withdraw-only", withdraw_only)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
       ->required();
   if (auto done = parse_args(app, argc, argv, "notify")) {
     return *done;
   }
+  if (withdraw_only) {
+    auto config = flags.load();
+    if (!config) {
+      return 2;
+    }
+    notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
+    for (const auto& id : supersede) {
+      outbox.withdraw(id);
+    }
+    return 0;
+  }
   notify::RunNotice notice;
   notice.run_dir = run_dir;
   notice.attach = attach;
+  notice.hold_seconds = hold;
+  notice.supersede = supersede;
   auto config = flags.load();
   if (!config) {
     return 2;
@@ -39,8 +59,11 @@ int cmd_notify(int argc, char** argv) {
   notice.budget_bytes = budget.empty() ? config->budget_bytes : *util::parse_size(budget);
   notify::Outcome out = notify::notify_run(notice, *config);
   if (report_outcome) {
-    std::printf("%d%d\n%s\n%s", out.delivered ? 1 : 0, out.queued ? 1 : 0, out.where.c_str(),
-                out.detail.c_str());
+    std::printf("%d%d", out.delivered ? 1 : 0, out.queued ? 1 : 0);
+    for (const auto& id : out.ids) {
+      std::printf(" %s", id.c_str());
+    }
+    std::printf("\n%s\n%s", out.where.c_str(), out.detail.c_str());
     return 0;
   }
   if (out.delivered) {

@@ -108,7 +108,8 @@ std::string notify_helper_path() {
 
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
-                                const notify::Config& config) {
+                                const notify::Config& config, int64_t hold_seconds,
+                                const std::vector<std::string>& supersede) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return {false, false, "", std::string("pipe: ") + std::strerror(errno)};
@@ -123,6 +124,12 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   }
   for (const auto& a : attach) {
     args.insert(args.end(), {"--attach", a});
+  }
+  if (hold_seconds > 0) {
+    args.insert(args.end(), {"--hold", std::to_string(hold_seconds)});
+  }
+  for (const auto& id : supersede) {
+    args.insert(args.end(), {"--supersede", id});
   }
   args.push_back(run_dir);
   pid_t pid = spawn_helper(args, wr.get(), false);
@@ -188,9 +195,35 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   NotifyOutcome o;
   o.delivered = got[0] == '1';
   o.queued = got[1] == '1';
+  // The first line: the two flags, then the outbox ids, space-separated.
+  for (size_t pos = 2; pos < nl1;) {
+    size_t end = got.find(' ', pos + 1);
+    end = end == std::string::npos || end > nl1 ? nl1 : end;
+    if (end > pos + 1) {
+      o.ids.push_back(got.substr(pos + 1, end - pos - 1));
+    }
+    pos = end;
+  }
   o.where = got.substr(nl1 + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl1 - 1);
   o.detail = nl2 == std::string::npos ? "" : got.substr(nl2 + 1);
   return o;
+}
+
+void withdraw_held_notice(const std::string& run_dir, const std::vector<std::string>& ids,
+                          const std::string& config_file, const notify::Config& config) {
+  std::vector<std::string> args = {"notify", "--withdraw-only"};
+  auto more = config_args(config_file, config.notify_timeout);
+  args.insert(args.end(), more.begin(), more.end());
+  for (const auto& id : ids) {
+    args.insert(args.end(), {"--supersede", id});
+  }
+  args.push_back(run_dir);
+  pid_t pid = spawn_helper(args, -1, false);
+  if (pid > 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
 }
 
 void flush_outbox_in_background(const notify::Config& config, const std::string& config_file) {

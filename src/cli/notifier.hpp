@@ -18,17 +18,25 @@ namespace cli {
 struct NotifyOutcome {
   bool delivered = false;
   bool queued = false;
-  std::string where;   // the channel, or the outbox file
-  std::string detail;  // why not delivered, or how to configure delivery
+  std::string where;             // the channel, or the outbox file
+  std::string detail;            // why not delivered, or how to configure delivery
+  std::vector<std::string> ids;  // the outbox entries the helper made
 };
+
+// Withdraws held notices (see notify_via_helper) that the run no longer needs.
+void withdraw_held_notice(const std::string& run_dir, const std::vector<std::string>& ids,
+                          const std::string& config_file, const notify::Config& config);
 
 // Path of gpualert-notify: beside our own executable, or "" if it is missing.
 std::string notify_helper_path();
 
 // Builds and sends (or queues) the notice of a finished run directory through the helper.
+// hold_seconds > 0: only queue it, held back that long; supersede: held entries to
+// withdraw first (see notify::RunNotice).
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
-                                const notify::Config& config);
+                                const notify::Config& config, int64_t hold_seconds = 0,
+                                const std::vector<std::string>& supersede = {});
 
 // Starts `gpualert-notify outbox flush` detached (own session, stdio on /dev/null) when
 // a channel is configured and the outbox has entries; returns at once, never waits.

@@ -33,6 +33,11 @@ namespace cli {
 
 namespace {
 
+// How long a notice kept while Slurm ends the job is held back in the outbox: longer
+// than Slurm's grace between SIGTERM and SIGKILL (KillWait, 30 s by default) and our
+// own end after it; then any flush sends it.
+constexpr int64_t k_held_notice_s = 300;
+
 using Clock = std::chrono::system_clock;
 
 void say(bool quiet, const std::string& line) {
@@ -230,6 +235,53 @@ RunEnding run_job(const RunOptions& o) {
     follower.start();
   };
 
+  // What Slurm said when it began ending the job, asked once (see below and the end).
+  std::optional<std::string> scheduler_line;
+  bool scheduler_asked = false;
+  auto ask_scheduler = [&] {
+    if (!scheduler_asked) {
+      scheduler_asked = true;
+      if (auto it = rep.env.find("SLURM_JOB_ID"); it != rep.env.end()) {
+        scheduler_line = host::query_slurm_job_state(it->second, std::chrono::seconds(2));
+      }
+    }
+  };
+  // Slurm is ending the job, which has not exited 2 s after its SIGTERM: Slurm's
+  // SIGKILL may end gpualert with it. Keep a provisional report and a notice held
+  // back in the outbox (sent by a later flush if gpualert dies; withdrawn if not).
+  std::vector<std::string> held;
+  sopt.keep_notice = [&] {
+    ask_scheduler();
+    classify::HostEvidence facts;
+    if (scheduler_line) {
+      facts.scheduler_lines.push_back(*scheduler_line);
+    }
+    auto rules = classify::RuleSet::load_default(/*with_documentation=*/false);
+    if (!rules) {
+      return;
+    }
+    classify::Scanner scanner(std::move(*rules));
+    scanner.finish();
+    report::RunReport provisional = rep;
+    provisional.verdict = scanner.verdict({std::nullopt, SIGTERM, false}, facts);
+    provisional.scheduler_lines = facts.scheduler_lines;
+    provisional.ended = util::iso8601_local(std::time(nullptr));
+    provisional.warnings.push_back(
+        "provisional: Slurm was ending the job, which had not exited 2 s after Slurm's SIGTERM; "
+        "this report was written in case Slurm's SIGKILL ended gpualert too (the job's log is "
+        "complete up to then in output.log)");
+    std::string text = report::to_json(provisional).dump(2) + "\n";
+    if (!util::write_file_atomic(rep.run_dir + "/report.json", text, 0644,
+                                 util::Durability::replace_only)) {
+      return;
+    }
+    if (notify::should_notify(config, provisional)) {
+      held = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config,
+                               k_held_notice_s)
+                 .ids;
+    }
+  };
+
   supervise::SuperviseResult result;
   if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
     std::fprintf(stderr, "gpualert: %s\n", f->message.c_str());
@@ -282,11 +334,10 @@ RunEnding run_job(const RunOptions& o) {
   host_ev.kernel_log_read = watch.kernel_log_read();
   if (result.scheduler_ended) {
     // Slurm ended the job and printed why in its own output file, not here: ask it.
-    if (auto it = rep.env.find("SLURM_JOB_ID"); it != rep.env.end()) {
-      if (auto line = host::query_slurm_job_state(it->second, std::chrono::seconds(2))) {
-        host_ev.scheduler_lines.push_back(*line);
-        rep.scheduler_lines.push_back(*line);
-      }
+    ask_scheduler();
+    if (scheduler_line) {
+      host_ev.scheduler_lines.push_back(*scheduler_line);
+      rep.scheduler_lines.push_back(*scheduler_line);
     }
   }
   rep.cgroup_oom_kills = host_ev.cgroup_oom_kills;
@@ -337,9 +388,13 @@ RunEnding run_job(const RunOptions& o) {
 
   sink.close();  // the log is on disk before the report is read or sent (synced here if short)
   std::string notice;
+  if (!held.empty() && !notify::should_notify(config, rep)) {
+    withdraw_held_notice(rep.run_dir, held, o.config_file, config);  // this ending needs none
+  }
   if (notify::should_notify(config, rep)) {
-    NotifyOutcome outcome =
-        notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config);
+    // The final notice replaces the held one, if one was kept.
+    NotifyOutcome outcome = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes,
+                                              o.config_file, config, 0, held);
     if (outcome.delivered) {
       notice = "notified " + outcome.where;
     } else {

@@ -1,5 +1,6 @@
 #include "notify/notify.hpp"
 
+#include <ctime>
 #include <exception>
 
 #include "notify/content.hpp"
@@ -20,6 +21,9 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     return out;
   }
   Outbox outbox(outbox_dir(config), sent_dir(config));
+  for (const auto& id : rn.supersede) {
+    outbox.withdraw(id);  // gone already, or being sent: then it was due, and stands
+  }
   std::vector<std::string> ids;
   std::string first_queued;
   // Each channel's message goes to the outbox first; a failure is noted and the
@@ -27,6 +31,9 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   auto queue = [&](EntryMeta m, std::string_view payload) {
     m.subject = notice->subject;
     m.run_dir = rn.run_dir;
+    if (rn.hold_seconds > 0) {
+      m.not_before = static_cast<int64_t>(std::time(nullptr)) + rn.hold_seconds;
+    }
     auto added = outbox.add(m, payload);
     if (!added) {
       out.detail += (out.detail.empty() ? "" : "; ") + added.error();
@@ -51,6 +58,13 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   }
   if (ids.empty()) {
     return out;  // not even the outbox could be written: detail says why
+  }
+  out.ids = ids;
+  if (rn.hold_seconds > 0) {
+    out.queued = true;
+    out.where = first_queued;
+    out.detail = "held in the outbox for " + std::to_string(rn.hold_seconds) + " s";
+    return out;
   }
   if (!has_channel(config)) {
     out.queued = true;

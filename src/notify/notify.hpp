@@ -25,16 +25,21 @@
 namespace notify {
 
 struct Outcome {
-  bool delivered = false;  // every configured channel accepted it
-  bool queued = false;     // (some of) it is in the outbox
-  std::string where;       // "smtp://...", "webhook", or the outbox path
-  std::string detail;      // reason of a failure, or how to configure delivery
+  bool delivered = false;        // every configured channel accepted it
+  bool queued = false;           // (some of) it is in the outbox
+  std::string where;             // "smtp://...", "webhook", or the outbox path
+  std::string detail;            // reason of a failure, or how to configure delivery
+  std::vector<std::string> ids;  // the outbox entries made
 };
 
 struct RunNotice {
   std::string run_dir;                // directory holding report.json and output.log
   std::vector<std::string> attach;    // --attach globs, relative to the job's cwd
   uint64_t budget_bytes = 10u << 20;  // --budget
+  // Only queue the notice, held back for this long (no delivery now): what `run`
+  // keeps while Slurm is ending its job, in case Slurm's SIGKILL ends `run` too.
+  int64_t hold_seconds = 0;
+  std::vector<std::string> supersede;  // held entries to withdraw before queueing this one
 };
 
 Outcome notify_run(const RunNotice& notice, const Config& config);

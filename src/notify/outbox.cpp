@@ -30,7 +30,8 @@ json to_json(const EntryMeta& m) {
           {"created", m.created},
           {"attempts", m.attempts},
           {"last_attempt", m.last_attempt},
-          {"last_error", m.last_error}};
+          {"last_error", m.last_error},
+          {"not_before", m.not_before}};
 }
 
 EntryMeta from_json(const json& j) {
@@ -45,6 +46,7 @@ EntryMeta from_json(const json& j) {
   m.attempts = j.value("attempts", 0);
   m.last_attempt = j.value("last_attempt", "");
   m.last_error = j.value("last_error", "");
+  m.not_before = j.value("not_before", int64_t{0});
   return m;
 }
 
@@ -225,6 +227,9 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
       held.st_ino != now.st_ino || ::access(meta_path(id).c_str(), F_OK) != 0) {
     return ClaimedEntry{};
   }
+  if (meta.not_before > static_cast<int64_t>(std::time(nullptr))) {
+    return ClaimedEntry{};  // held: its run may still withdraw it
+  }
   // Re-read the sidecar now that we hold the lock (attempts may have changed).
   if (auto again = util::read_file(meta_path(id)); again) {
     json j2 = json::parse(*again, nullptr, false);
@@ -239,6 +244,20 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
     }
   }
   return ClaimedEntry(std::move(meta), std::move(fd));
+}
+
+bool Outbox::withdraw(const std::string& id) const {
+  EntryMeta meta;
+  meta.id = id;
+  meta.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+  util::UniqueFd fd(::open(payload_path(meta).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    return false;
+  }
+  // The sidecar first: an entry without one is not listed, so none will send it.
+  bool gone = ::unlink(meta_path(id).c_str()) == 0;
+  ::unlink(payload_path(meta).c_str());
+  return gone;
 }
 
 util::Result<std::string> Outbox::payload(const EntryMeta& meta) const {

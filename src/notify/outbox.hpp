@@ -18,6 +18,7 @@
 // atomically with the attempt count and the reason.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ struct EntryMeta {
   int attempts = 0;
   std::string last_attempt;
   std::string last_error;
+  // Not to be sent before this time (seconds since the epoch; 0: at once): a notice
+  // kept in case its run's wrapper is killed, which the wrapper withdraws if it is not.
+  int64_t not_before = 0;
 };
 
 // An entry held for delivery by this process (flock on its payload).
@@ -67,8 +71,11 @@ class Outbox {
   // Entries in new/, oldest first. Unreadable sidecars come back with last_error set.
   util::Result<std::vector<EntryMeta>> list() const;
   // Locks the entry for delivery. Not valid (and no error) when another
-  // process holds it or it is gone.
+  // process holds it, it is gone, or its not_before has not come.
   util::Result<ClaimedEntry> claim(const std::string& id) const;
+  // Removes an entry that was never sent (a held notice its run superseded). False
+  // when it is gone already, or being delivered right now.
+  bool withdraw(const std::string& id) const;
   util::Result<std::string> payload(const EntryMeta& meta) const;
   // After a failed attempt: attempts+1, reason, time; the entry stays.
   util::Status record_failure(ClaimedEntry& entry, const std::string& reason) const;

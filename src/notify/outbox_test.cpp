@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 
 #include "notify/deliver.hpp"
 #include "util/fd.hpp"
@@ -23,6 +24,34 @@ class OutboxTest : public ::testing::Test {
   Outbox box() const { return Outbox(m_root + "/outbox", m_root + "/sent"); }
   std::string m_root;
 };
+
+TEST_F(OutboxTest, AHeldEntryIsNotClaimedUntilItsTimeAndCanBeWithdrawn) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  m.subject = "held";
+  m.not_before = static_cast<int64_t>(std::time(nullptr)) + 300;
+  auto held = ob.add(m, "Subject: held\r\n\r\nbody\r\n");
+  ASSERT_TRUE(held) << held.error();
+  auto list = ob.list();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].not_before, m.not_before);  // kept in the sidecar
+  auto claimed = ob.claim(held->id);
+  ASSERT_TRUE(claimed);
+  EXPECT_FALSE(claimed->valid());  // not yet: its run may still withdraw it
+  EXPECT_TRUE(ob.withdraw(held->id));
+  EXPECT_TRUE(ob.list()->empty());
+  EXPECT_FALSE(ob.withdraw(held->id));  // gone
+  // Once its time has come, a held entry is sent like any other.
+  m.not_before = static_cast<int64_t>(std::time(nullptr)) - 1;
+  auto due = ob.add(m, "Subject: due\r\n\r\nbody\r\n");
+  ASSERT_TRUE(due);
+  auto claim_due = ob.claim(due->id);
+  ASSERT_TRUE(claim_due);
+  EXPECT_TRUE(claim_due->valid());
+  EXPECT_FALSE(ob.withdraw(due->id));  // being delivered: it stands
+}
 
 TEST_F(OutboxTest, AddedEntryIsListedWithItsPayload) {
   Outbox ob = box();

@@ -38,6 +38,7 @@ class Loop {
       poll_streams(true, next_timeout_ms());
       check_deadlines();
       maybe_start_helpers();
+      maybe_keep_notice();
     }
     drain();
     return SuperviseResult{*m_status, m_timed_out, m_forwarding.scheduler_ending(), m_events};
@@ -67,6 +68,9 @@ class Loop {
     if (m_helpers_at && (!next || *m_helpers_at < *next)) {
       next = *m_helpers_at;
     }
+    if (m_keep_at && (!next || *m_keep_at < *next)) {
+      next = *m_keep_at;
+    }
     if (!next) {
       return -1;
     }
@@ -90,6 +94,20 @@ class Loop {
       m_events.push_back("time limit: still running " +
                          util::human_duration(to_s(m_opt.kill_after)) +
                          " after SIGTERM, sent SIGKILL");
+    }
+  }
+
+  void maybe_keep_notice() {
+    if (!m_opt.keep_notice || m_status) {
+      return;
+    }
+    if (!m_keep_at && !m_kept && m_forwarding.scheduler_ending()) {
+      m_keep_at = Clock::now() + m_opt.keep_notice_after;
+    }
+    if (m_keep_at && Clock::now() >= *m_keep_at) {
+      m_keep_at.reset();
+      m_kept = true;
+      m_opt.keep_notice();
     }
   }
 
@@ -195,6 +213,8 @@ class Loop {
   Clock::time_point m_start;
   std::optional<Clock::time_point> m_term_at, m_kill_at;
   std::optional<Clock::time_point> m_helpers_at;  // until start_helpers() ran
+  std::optional<Clock::time_point> m_keep_at;     // when keep_notice() is due
+  bool m_kept = false;
   bool m_term_sent = false, m_kill_sent = false, m_timed_out = false;
   std::optional<ExitStatus> m_status;
   std::vector<std::string> m_events;

@@ -37,6 +37,11 @@ struct SuperviseOptions {
   // wake-up passes between threads, each a cross-CPU interrupt that on a loaded VM
   // was measured to cost milliseconds.
   std::function<void()> start_helpers;
+  // Called once when Slurm began ending the job (Forwarding::scheduler_ending) and the
+  // job is still running `keep_notice_after` later: Slurm's SIGKILL, which ends every
+  // process of the job, gpualert too, may come before the job exits.
+  std::function<void()> keep_notice;
+  std::chrono::milliseconds keep_notice_after{2000};
   std::chrono::milliseconds helpers_after{50};
   uint64_t helpers_after_bytes = 1u << 20;
 };

@@ -5,6 +5,7 @@ whether the job got it too depends on how slurmstepd sent it (see
 supervise/signals.hpp). The job must get each signal once: the test counts what it
 receives, in the batch step and in an srun step.
 """
+import json
 import os
 import signal
 import sys
@@ -15,6 +16,23 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from harness import BIN, PY, RunTestCase, wait_for, write_script  # noqa: E402
 from slurm_node import SlurmNode  # noqa: E402
+
+SLOW_TO_STOP = """
+import os, signal, sys, time
+out, linger = sys.argv[1], float(sys.argv[2])
+def on(sig, frame):
+    with open(out, "a") as f:
+        f.write("SIGTERM\\n")
+    if linger >= 0:
+        time.sleep(linger)  # a checkpoint that takes a while
+        sys.exit(143)
+signal.signal(signal.SIGTERM, on)
+with open(out, "a") as f:
+    f.write("ready %d\\n" % os.getppid())
+print("training", flush=True)
+while True:
+    time.sleep(0.05)
+"""
 
 COUNTER = """
 import os, signal, sys, time
@@ -146,6 +164,57 @@ class UnderSlurm(RunTestCase):
         self.assertEqual(report["exit_code"], 143)
         sources = {e["source"]: e["text"] for e in report["evidence"]}
         self.assertIn("Reason=TimeLimit", sources.get("scheduler", ""), report["evidence"])
+
+    def outbox_entries(self):
+        new = os.path.join(self.state, "outbox", "new")
+        entries = []
+        for name in sorted(os.listdir(new)) if os.path.isdir(new) else []:
+            if name.endswith(".meta"):
+                with open(os.path.join(new, name)) as f:
+                    entries.append(json.load(f))
+        return entries
+
+    def scancel_slow_job(self, linger):
+        """A job that takes `linger` s to stop after SIGTERM (-1: never), under gpualert with
+        the default notification (to the outbox), scancelled; returns its run dir."""
+        os.chmod(self.tmp, 0o755)
+        job = write_script(self.tmp, "slow.py", SLOW_TO_STOP)
+        seen = os.path.join(self.tmp, "signals.txt")
+        batch = write_script(self.tmp, "job.sh", "#!/bin/bash\n"
+                             f"exec {BIN} run -q --log-dir {self.logs} -- {PY} {job} {seen} {linger}\n")
+        r = self.node.sh(["sbatch", "--parsable", "--output", os.path.join(self.tmp, "slurm.out"),
+                          "--chdir", self.tmp, batch], env=dict(self.env, SLURM_CONF=self.node.conf))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jobid = r.stdout.strip().split(";")[0]
+        self.assertTrue(wait_for(lambda: "ready" in self.lines(seen), timeout=60))
+        self.assertEqual(self.node.sh(["scancel", jobid]).returncode, 0)
+        self.assertTrue(self.wait_ended(jobid, timeout=60), self.node.job_state(jobid))
+        time.sleep(0.5)
+        self.assertEqual(self.lines(seen).count("SIGTERM"), 1)
+        return self.only_run_dir()
+
+    def test_a_job_slurm_must_sigkill_leaves_a_report_and_a_held_notice(self):
+        # KillWait is 5 s here: the job ignores SIGTERM, Slurm's SIGKILL ends gpualert too.
+        run_dir = self.scancel_slow_job(-1)
+        report = self.report(run_dir)
+        self.assertEqual(report["label"], "cancelled")
+        self.assertTrue(any(w.startswith("provisional:") for w in report["warnings"]), report)
+        entries = self.outbox_entries()
+        self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(entries[0]["run_dir"], run_dir)
+        self.assertGreater(entries[0]["not_before"], time.time() + 60)  # held, then sent
+
+    def test_a_job_that_stops_in_time_withdraws_the_held_notice(self):
+        # The job takes 3 s to stop (under KillWait): gpualert writes the provisional report
+        # and the held notice at 2 s, then the final ones, which replace them.
+        run_dir = self.scancel_slow_job(3)
+        report = self.report(run_dir)
+        self.assertEqual(report["exit_code"], 143)
+        self.assertEqual(report["label"], "cancelled")
+        self.assertFalse(any(w.startswith("provisional:") for w in report["warnings"]), report)
+        entries = self.outbox_entries()
+        self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(entries[0]["not_before"], 0)
 
 if __name__ == "__main__":
     unittest.main()
