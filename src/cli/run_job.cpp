@@ -266,6 +266,13 @@ RunEnding run_job(const RunOptions& o) {
     provisional.verdict = scanner.verdict({std::nullopt, SIGTERM, false}, facts);
     provisional.scheduler_lines = facts.scheduler_lines;
     provisional.ended = util::iso8601_local(std::time(nullptr));
+    provisional.duration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
+    for (auto& e : provisional.verdict->evidence) {
+      if (e.source == "exit") {  // the job has not ended yet: say what is known
+        e.text = "Slurm sent SIGTERM to end the job, which had not exited 2 s later";
+      }
+    }
     provisional.warnings.push_back(
         "provisional: Slurm was ending the job, which had not exited 2 s after Slurm's SIGTERM; "
         "this report was written in case Slurm's SIGKILL ended gpualert too (the job's log is "

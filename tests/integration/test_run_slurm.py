@@ -199,6 +199,8 @@ class UnderSlurm(RunTestCase):
         report = self.report(run_dir)
         self.assertEqual(report["label"], "cancelled")
         self.assertTrue(any(w.startswith("provisional:") for w in report["warnings"]), report)
+        self.assertIn("had not exited 2 s later", " ".join(e["text"] for e in report["evidence"]))
+        self.assertGreaterEqual(report["duration_s"], 2.0)
         entries = self.outbox_entries()
         self.assertEqual(len(entries), 1, entries)
         self.assertEqual(entries[0]["run_dir"], run_dir)
