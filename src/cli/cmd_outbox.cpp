@@ -1,6 +1,7 @@
 // cli/cmd_outbox.cpp: `gpualert outbox list | flush`: what is waiting, and sending it.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,26 @@ namespace cli {
 namespace {
 
 // One line per entry: id, channel, recipients, attempts, subject, last failure (tab-separated).
+// A notice that its run keeps back while Slurm ends the job (not sent before then).
+bool held(const notify::EntryMeta& m) {
+  return m.not_before > static_cast<int64_t>(std::time(nullptr));
+}
+
+std::string held_until(const notify::EntryMeta& m) {
+  return "held until " + util::iso8601_local(static_cast<std::time_t>(m.not_before));
+}
+
 void print_entry(const notify::EntryMeta& m) {
   std::string to;
   for (const auto& t : m.to) {
     to += (to.empty() ? "" : ",") + t;
   }
-  std::printf(
-      "%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(),
-      to.empty() ? "-" : to.c_str(), m.attempts, m.attempts == 1 ? "" : "s",
-      notify::sanitize_header_value(m.subject, 200).c_str(),
-      m.last_error.empty() ? "-" : notify::sanitize_header_value(m.last_error, 400).c_str());
+  std::string note = held(m)                ? held_until(m)
+                     : m.last_error.empty() ? "-"
+                                            : notify::sanitize_header_value(m.last_error, 400);
+  std::printf("%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(),
+              to.empty() ? "-" : to.c_str(), m.attempts, m.attempts == 1 ? "" : "s",
+              notify::sanitize_header_value(m.subject, 200).c_str(), note.c_str());
 }
 
 }  // namespace
@@ -61,7 +72,11 @@ int cmd_outbox(int argc, char** argv) {
   }
   std::vector<std::string> ids;
   for (const auto& m : *entries) {
-    ids.push_back(m.id);
+    if (held(m)) {
+      std::printf("held\t%s\t%s\n", m.id.c_str(), held_until(m).c_str());
+    } else {
+      ids.push_back(m.id);
+    }
   }
   auto results = notify::deliver_isolated(*config, outbox, ids, config->notify_timeout);
   int kept = 0;

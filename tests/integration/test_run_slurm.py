@@ -8,6 +8,7 @@ receives, in the batch step and in an srun step.
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -205,6 +206,12 @@ class UnderSlurm(RunTestCase):
         self.assertEqual(len(entries), 1, entries)
         self.assertEqual(entries[0]["run_dir"], run_dir)
         self.assertGreater(entries[0]["not_before"], time.time() + 60)  # held, then sent
+        # A flush now leaves it alone and says so; it is not a failed delivery.
+        flush = subprocess.run([BIN, "outbox", "flush"], capture_output=True, text=True,
+                               env=self.env, timeout=60)
+        self.assertEqual(flush.returncode, 0, flush.stderr)
+        self.assertRegex(flush.stdout, r"^held\t\S+\theld until ")
+        self.assertEqual(len(self.outbox_entries()), 1)
 
     def test_a_job_that_stops_in_time_withdraws_the_held_notice(self):
         # The job takes 3 s to stop (under KillWait): gpualert writes the provisional report
