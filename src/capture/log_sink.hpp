@@ -4,10 +4,11 @@
 // start_syncing() was called, a background thread fdatasyncs the file every sync
 // interval and once at close, so what the job printed is on disk within that
 // bound even if the wrapper is SIGKILLed. A short job's sink never starts it:
-// close() makes the one fdatasync itself. A failing write (a full disk) never stops the copy to the
-// terminal: it is counted and reported once, and writing is retried on the next append. written()
-// is published for readers that follow the log (the online classifier), with line marks: every MiB
-// or so, where a line ended and how many lines came before it, so that a reader far behind can jump
+// close() makes the one fdatasync itself. A failing write (a full disk) never
+// stops the copy to the terminal: it is counted and reported once, and writing is
+// retried on the next append. written() is published for readers that follow the
+// log (the online classifier), with line marks: every MiB or so, where a line
+// ended and how many lines came before it, so that a reader far behind can jump
 // ahead without reading (and counting) what it skips.
 #pragma once
 

@@ -8,7 +8,6 @@
 #include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
 #include "notify/notify.hpp"
-#include "notify/outbox.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -29,23 +28,10 @@ int cmd_notify(int argc, char** argv) {
   std::vector<std::string> supersede;  // for `run`: held entries this notice replaces
   app.add_option("--hold", hold)->group("")->check(CLI::NonNegativeNumber);
   app.add_option("--supersede", supersede)->group("");
-  bool withdraw_only = false;  // for `run`: withdraw the --supersede entries, send nothing
-  app.add_flag("--withdraw-only", withdraw_only)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
       ->required();
   if (auto done = parse_args(app, argc, argv, "notify")) {
     return *done;
-  }
-  if (withdraw_only) {
-    auto config = flags.load();
-    if (!config) {
-      return 2;
-    }
-    notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
-    for (const auto& id : supersede) {
-      outbox.withdraw(id);
-    }
-    return 0;
   }
   notify::RunNotice notice;
   notice.run_dir = run_dir;

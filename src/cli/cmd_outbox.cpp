@@ -18,22 +18,19 @@ namespace cli {
 
 namespace {
 
-// One line per entry: id, channel, recipients, attempts, subject, last failure (tab-separated).
-// A notice that its run keeps back while Slurm ends the job (not sent before then).
-bool held(const notify::EntryMeta& m) {
-  return m.not_before > static_cast<int64_t>(std::time(nullptr));
-}
-
+// A notice that its run keeps back while Slurm ends the job (see notify::is_held).
 std::string held_until(const notify::EntryMeta& m) {
   return "held until " + util::iso8601_local(static_cast<std::time_t>(m.not_before));
 }
 
+// One line per entry: id, channel, recipients, attempts, subject, last failure or hold
+// (tab-separated).
 void print_entry(const notify::EntryMeta& m) {
   std::string to;
   for (const auto& t : m.to) {
     to += (to.empty() ? "" : ",") + t;
   }
-  std::string note = held(m)                ? held_until(m)
+  std::string note = notify::is_held(m)     ? held_until(m)
                      : m.last_error.empty() ? "-"
                                             : notify::sanitize_header_value(m.last_error, 400);
   std::printf("%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(),
@@ -44,12 +41,14 @@ void print_entry(const notify::EntryMeta& m) {
 }  // namespace
 
 int cmd_outbox(int argc, char** argv) {
-  CLI::App app{"List or send the notifications not yet delivered.", "gpualert outbox"};
+  CLI::App app{"List, send or withdraw the notifications not yet delivered.", "gpualert outbox"};
   std::string action;
+  std::vector<std::string> ids;
   NotifyFlags flags;
-  app.add_option("ACTION", action, "list | flush")
+  app.add_option("ACTION", action, "list | flush | withdraw ID...")
       ->required()
-      ->check(CLI::IsMember({"list", "flush"}));
+      ->check(CLI::IsMember({"list", "flush", "withdraw"}));
+  app.add_option("ID", ids, "withdraw: the entries to remove unsent (ids as `list` shows them)");
   flags.add_to(app, "the most a flush may take (default 60s)", /*with_recipients=*/false);
   if (auto done = parse_args(app, argc, argv, "outbox")) {
     return *done;
@@ -59,6 +58,13 @@ int cmd_outbox(int argc, char** argv) {
     return 2;
   }
   notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
+  if (action == "withdraw") {
+    // Gone already, or being sent right now (then it was due, and stands): not an error.
+    for (const auto& id : ids) {
+      std::printf("%s\t%s\n", outbox.withdraw(id) ? "withdrawn" : "not there", id.c_str());
+    }
+    return 0;
+  }
   auto entries = outbox.list();
   if (!entries) {
     std::fprintf(stderr, "gpualert: error: outbox: %s\n", entries.error().c_str());
@@ -70,9 +76,8 @@ int cmd_outbox(int argc, char** argv) {
     }
     return 0;
   }
-  std::vector<std::string> ids;
   for (const auto& m : *entries) {
-    if (held(m)) {
+    if (notify::is_held(m)) {
       std::printf("held\t%s\t%s\n", m.id.c_str(), held_until(m).c_str());
     } else {
       ids.push_back(m.id);

@@ -15,6 +15,7 @@
 
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"
+#include "util/child.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -141,48 +142,15 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   }
   // The helper keeps its own (shorter) delivery deadline; this one bounds all of
   // it, a helper that crashed or hung while building the message included.
-  auto deadline = std::chrono::steady_clock::now() + config.notify_timeout;
-  std::string got;
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) {
-      break;
-    }
-    struct pollfd p {
-      rd.get(), POLLIN, 0
-    };
-    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX))) <= 0) {
-      continue;
-    }
-    ssize_t n = util::read_retry(rd.get(), buf, sizeof buf);
-    if (n <= 0) {
-      break;
-    }
-    got.append(buf, static_cast<size_t>(n));
-  }
-  // Its output ended (EOF): the helper is exiting, give it until the deadline to be reaped.
-  int status = 0;
-  pid_t r = 0;
-  for (;;) {
-    r = ::waitpid(pid, &status, WNOHANG);
-    if (r != 0 && !(r < 0 && errno == EINTR)) {
-      break;
-    }
-    if (r == 0 && std::chrono::steady_clock::now() >= deadline) {
-      break;
-    }
-    ::usleep(1000);
-  }
-  if (r == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
+  util::ChildResult child =
+      util::collect_child(pid, rd.get(), std::chrono::steady_clock::now() + config.notify_timeout);
+  if (!child.finished) {
     return {false, false, "",
             "the notifier did not finish in time and was stopped; `gpualert notify " + run_dir +
                 "` sends it again"};
   }
+  const std::string& got = child.output;
+  const int status = child.status;
   auto nl1 = got.find('\n');
   if (!WIFEXITED(status) || got.size() < 2 || nl1 == std::string::npos) {
     std::string how = WIFSIGNALED(status)
@@ -196,28 +164,21 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   o.delivered = got[0] == '1';
   o.queued = got[1] == '1';
   // The first line: the two flags, then the outbox ids, space-separated.
-  for (size_t pos = 2; pos < nl1;) {
-    size_t end = got.find(' ', pos + 1);
-    end = end == std::string::npos || end > nl1 ? nl1 : end;
-    if (end > pos + 1) {
-      o.ids.push_back(got.substr(pos + 1, end - pos - 1));
-    }
-    pos = end;
+  std::istringstream ids(got.substr(2, nl1 - 2));
+  for (std::string id; ids >> id;) {
+    o.ids.push_back(id);
   }
   o.where = got.substr(nl1 + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl1 - 1);
   o.detail = nl2 == std::string::npos ? "" : got.substr(nl2 + 1);
   return o;
 }
 
-void withdraw_held_notice(const std::string& run_dir, const std::vector<std::string>& ids,
-                          const std::string& config_file, const notify::Config& config) {
-  std::vector<std::string> args = {"notify", "--withdraw-only"};
+void withdraw_held_notice(const std::vector<std::string>& ids, const std::string& config_file,
+                          const notify::Config& config) {
+  std::vector<std::string> args = {"outbox", "withdraw"};
   auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
-  for (const auto& id : ids) {
-    args.insert(args.end(), {"--supersede", id});
-  }
-  args.push_back(run_dir);
+  args.insert(args.end(), ids.begin(), ids.end());
   pid_t pid = spawn_helper(args, -1, false);
   if (pid > 0) {
     int status = 0;

@@ -24,8 +24,8 @@ struct NotifyOutcome {
 };
 
 // Withdraws held notices (see notify_via_helper) that the run no longer needs.
-void withdraw_held_notice(const std::string& run_dir, const std::vector<std::string>& ids,
-                          const std::string& config_file, const notify::Config& config);
+void withdraw_held_notice(const std::vector<std::string>& ids, const std::string& config_file,
+                          const notify::Config& config);
 
 // Path of gpualert-notify: beside our own executable, or "" if it is missing.
 std::string notify_helper_path();

@@ -40,6 +40,39 @@ constexpr int64_t k_held_notice_s = 300;
 
 using Clock = std::chrono::system_clock;
 
+// The report of a job that Slurm is ending and that has not exited 2 s after Slurm's
+// SIGTERM, in case Slurm's SIGKILL ends gpualert too: judged from the scheduler's
+// facts and that SIGTERM, and saying that it is provisional. Nothing if the rules
+// can't be loaded.
+std::optional<report::RunReport> provisional_report(report::RunReport rep,
+                                                    const std::optional<std::string>& scheduler,
+                                                    double duration_s) {
+  auto rules = classify::RuleSet::load_default(/*with_documentation=*/false);
+  if (!rules) {
+    return std::nullopt;
+  }
+  classify::HostEvidence facts;
+  if (scheduler) {
+    facts.scheduler_lines.push_back(*scheduler);
+  }
+  classify::Scanner scanner(std::move(*rules));
+  scanner.finish();
+  rep.verdict = scanner.verdict({std::nullopt, SIGTERM, false}, facts);
+  for (auto& e : rep.verdict->evidence) {
+    if (e.source == "exit") {  // the job has not ended yet: say what is known
+      e.text = "Slurm sent SIGTERM to end the job, which had not exited 2 s later";
+    }
+  }
+  rep.scheduler_lines = facts.scheduler_lines;
+  rep.ended = util::iso8601_local(std::time(nullptr));
+  rep.duration_s = duration_s;
+  rep.warnings.push_back(
+      "provisional: Slurm was ending the job, which had not exited 2 s after Slurm's SIGTERM; "
+      "this report was written in case Slurm's SIGKILL ended gpualert too (the job's log is "
+      "complete up to then in output.log)");
+  return rep;
+}
+
 void say(bool quiet, const std::string& line) {
   if (!quiet) {
     std::fprintf(stderr, "gpualert: %s\n", line.c_str());
@@ -252,37 +285,15 @@ RunEnding run_job(const RunOptions& o) {
   std::vector<std::string> held;
   sopt.keep_notice = [&] {
     ask_scheduler();
-    classify::HostEvidence facts;
-    if (scheduler_line) {
-      facts.scheduler_lines.push_back(*scheduler_line);
-    }
-    auto rules = classify::RuleSet::load_default(/*with_documentation=*/false);
-    if (!rules) {
+    auto provisional = provisional_report(
+        rep, scheduler_line,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count());
+    if (!provisional || !util::write_file_atomic(rep.run_dir + "/report.json",
+                                                 report::to_json(*provisional).dump(2) + "\n", 0644,
+                                                 util::Durability::replace_only)) {
       return;
     }
-    classify::Scanner scanner(std::move(*rules));
-    scanner.finish();
-    report::RunReport provisional = rep;
-    provisional.verdict = scanner.verdict({std::nullopt, SIGTERM, false}, facts);
-    provisional.scheduler_lines = facts.scheduler_lines;
-    provisional.ended = util::iso8601_local(std::time(nullptr));
-    provisional.duration_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
-    for (auto& e : provisional.verdict->evidence) {
-      if (e.source == "exit") {  // the job has not ended yet: say what is known
-        e.text = "Slurm sent SIGTERM to end the job, which had not exited 2 s later";
-      }
-    }
-    provisional.warnings.push_back(
-        "provisional: Slurm was ending the job, which had not exited 2 s after Slurm's SIGTERM; "
-        "this report was written in case Slurm's SIGKILL ended gpualert too (the job's log is "
-        "complete up to then in output.log)");
-    std::string text = report::to_json(provisional).dump(2) + "\n";
-    if (!util::write_file_atomic(rep.run_dir + "/report.json", text, 0644,
-                                 util::Durability::replace_only)) {
-      return;
-    }
-    if (notify::should_notify(config, provisional)) {
+    if (notify::should_notify(config, *provisional)) {
       held = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config,
                                k_held_notice_s)
                  .ids;
@@ -396,7 +407,7 @@ RunEnding run_job(const RunOptions& o) {
   sink.close();  // the log is on disk before the report is read or sent (synced here if short)
   std::string notice;
   if (!held.empty() && !notify::should_notify(config, rep)) {
-    withdraw_held_notice(rep.run_dir, held, o.config_file, config);  // this ending needs none
+    withdraw_held_notice(held, o.config_file, config);  // this ending needs none
   }
   if (notify::should_notify(config, rep)) {
     // The final notice replaces the held one, if one was kept.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "util/child.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -91,56 +92,12 @@ std::optional<std::string> query_slurm_job_state(const std::string& job_id,
   if (rc != 0) {
     return std::nullopt;
   }
-  std::string out;
-  auto until = std::chrono::steady_clock::now() + deadline;
-  char buf[4096];
-  bool timed_out = false;
-  while (out.size() < (64u << 10)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    until - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    struct pollfd pfd {
-      out_r.get(), POLLIN, 0
-    };
-    int n = ::poll(&pfd, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      timed_out = n == 0;
-      break;
-    }
-    ssize_t got = util::read_retry(out_r.get(), buf, sizeof buf);
-    if (got <= 0) {
-      break;
-    }
-    out.append(buf, static_cast<size_t>(got));
-  }
-  // Its output ended (or the deadline passed): it must also exit by the deadline.
-  if (timed_out) {
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) {
-      break;
-    }
-    if (r == 0 && std::chrono::steady_clock::now() >= until) {
-      timed_out = true;
-      ::kill(pid, SIGKILL);
-    } else if (r == 0) {
-      ::usleep(1000);
-    }
-  }
-  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  util::ChildResult child =
+      util::collect_child(pid, out_r.get(), std::chrono::steady_clock::now() + deadline, 64u << 10);
+  if (!child.finished || !WIFEXITED(child.status) || WEXITSTATUS(child.status) != 0) {
     return std::nullopt;
   }
-  return slurm_state_line(out, job_id);
+  return slurm_state_line(child.output, job_id);
 }
 
 }  // namespace host

@@ -77,6 +77,11 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The channel an entry id names ("....smtp", "....webhook"), for a sidecar that lacks it.
+std::string channel_of(const std::string& id) {
+  return ends_with(id, ".webhook") ? "webhook" : "smtp";
+}
+
 void prune_sent(const std::string& sent) {
   DIR* d = ::opendir(sent.c_str());
   if (!d) {
@@ -99,6 +104,10 @@ void prune_sent(const std::string& sent) {
 }
 
 }  // namespace
+
+bool is_held(const EntryMeta& meta) {
+  return meta.not_before > static_cast<int64_t>(std::time(nullptr));
+}
 
 std::string payload_extension(const std::string& channel) {
   return channel == "webhook" ? ".json" : ".eml";
@@ -187,7 +196,7 @@ util::Result<std::vector<EntryMeta>> Outbox::list() const {
     }
     m.id = id;
     if (m.channel.empty()) {
-      m.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+      m.channel = channel_of(id);
     }
     out.push_back(std::move(m));
   }
@@ -207,7 +216,7 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
   }
   meta.id = id;
   if (meta.channel.empty()) {
-    meta.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+    meta.channel = channel_of(id);
   }
   std::string path = payload_path(meta);
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -227,8 +236,8 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
       held.st_ino != now.st_ino || ::access(meta_path(id).c_str(), F_OK) != 0) {
     return ClaimedEntry{};
   }
-  if (meta.not_before > static_cast<int64_t>(std::time(nullptr))) {
-    return ClaimedEntry{};  // held: its run may still withdraw it
+  if (is_held(meta)) {
+    return ClaimedEntry{};  // its run may still withdraw it
   }
   // Re-read the sidecar now that we hold the lock (attempts may have changed).
   if (auto again = util::read_file(meta_path(id)); again) {
@@ -249,7 +258,7 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
 bool Outbox::withdraw(const std::string& id) const {
   EntryMeta meta;
   meta.id = id;
-  meta.channel = ends_with(id, ".webhook") ? "webhook" : "smtp";
+  meta.channel = channel_of(id);
   util::UniqueFd fd(::open(payload_path(meta).c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     return false;

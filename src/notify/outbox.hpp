@@ -93,4 +93,7 @@ class Outbox {
 
 std::string payload_extension(const std::string& channel);
 
+// Whether an entry is held back (its not_before has not come): no flush sends it yet.
+bool is_held(const EntryMeta& meta);
+
 }  // namespace notify
