@@ -4,12 +4,13 @@
 // start_syncing() was called, a background thread fdatasyncs the file every sync
 // interval and once at close, so what the job printed is on disk within that
 // bound even if the wrapper is SIGKILLed. A short job's sink never starts it:
-// close() makes the one fdatasync itself. A failing write (a full disk) never
-// stops the copy to the terminal: it is counted and reported once, and writing is
-// retried on the next append. written() is published for readers that follow the
-// log (the online classifier), with line marks: every MiB or so, where a line
-// ended and how many lines came before it, so that a reader far behind can jump
-// ahead without reading (and counting) what it skips.
+// close() makes the last sync itself. The last sync waits for the disk only when
+// the job printed since the one before: the wrapper's own end lines alone (which
+// report.json holds too) get their writeback started, not waited for. A failing write (a full disk)
+// never stops the copy to the terminal: it is counted and reported once, and writing is retried on
+// the next append. written() is published for readers that follow the log (the online classifier),
+// with line marks: every MiB or so, where a line ended and how many lines came before it, so that a
+// reader far behind can jump ahead without reading (and counting) what it skips.
 #pragma once
 
 #include <atomic>
@@ -82,6 +83,10 @@ class LogSink {
 
  private:
   void sync_loop();
+  void write_out(std::string_view bytes, bool job);
+  // The sync at close: fdatasync if the job printed since the last one, else only
+  // the start of the wrapper's end lines' writeback.
+  void last_sync();
   void note_lines(std::string_view written_bytes);
   util::UniqueFd m_fd;
   std::string m_path;
@@ -102,8 +107,9 @@ class LogSink {
   mutable int m_readers_waiting = 0;
   uint64_t m_next_writeback = UINT64_MAX;  // wake the sync thread when written() reaches it
   bool m_stop = false;
-  bool m_dirty = false;
-  bool m_closed = false;  // close() ran; the appending thread only
+  bool m_dirty = false;         // written since the last fdatasync
+  bool m_job_unsynced = false;  // the job's bytes among them
+  bool m_closed = false;        // close() ran; the appending thread only
   std::thread m_sync_thread;
 };
 
