@@ -5,12 +5,13 @@
 // interval and once at close, so what the job printed is on disk within that
 // bound even if the wrapper is SIGKILLed. A short job's sink never starts it:
 // close() makes the last sync itself. The last sync waits for the disk only when
-// the job printed since the one before: the wrapper's own end lines alone (which
-// report.json holds too) get their writeback started, not waited for. A failing write (a full disk)
-// never stops the copy to the terminal: it is counted and reported once, and writing is retried on
-// the next append. written() is published for readers that follow the log (the online classifier),
-// with line marks: every MiB or so, where a line ended and how many lines came before it, so that a
-// reader far behind can jump ahead without reading (and counting) what it skips.
+// the job printed since the one before; the wrapper's own end lines alone (which
+// report.json holds too) are left to the kernel's writeback. A failing write (a
+// full disk) never stops the copy to the terminal: it is counted and reported once,
+// and writing is retried on the next append. written() is published for readers
+// that follow the log (the online classifier), with line marks: every MiB or so,
+// where a line ended and how many lines came before it, so that a reader far
+// behind can jump ahead without reading (and counting) what it skips.
 #pragma once
 
 #include <atomic>
@@ -84,8 +85,7 @@ class LogSink {
  private:
   void sync_loop();
   void write_out(std::string_view bytes, bool job);
-  // The sync at close: fdatasync if the job printed since the last one, else only
-  // the start of the wrapper's end lines' writeback.
+  // The sync at close: fdatasync if the job printed since the last one, else none.
   void last_sync();
   void note_lines(std::string_view written_bytes);
   util::UniqueFd m_fd;
