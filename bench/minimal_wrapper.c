@@ -1,10 +1,9 @@
 /* bench/minimal_wrapper.c: the least a durable wrapper can do, as a floor for `make bench`.
  *
  * usage: minimal_wrapper DIR COMMAND [ARG...]
- * Creates DIR/output.log, writes a header line, fsyncs the file, and DIR and its
- * parent where the file's fsync does not already make the new entries durable (not
- * ext4 or XFS): what `gpualert run` promises before the job starts. Runs COMMAND with
- * its stdout on a pipe, copies the pipe to the log and to our stdout (read/write,
+ * Creates DIR/output.log, writes a header line, fsyncs the file, DIR and its parent
+ * (what `gpualert run` promises before the job starts). Runs COMMAND with its stdout
+ * on a pipe, copies the pipe to the log and to our stdout (read/write,
  * 256 KiB), starts writeback every 8 MiB, fdatasyncs at the end if the job printed
  * anything and exits with the job's code. No stderr, no signals, no diagnosis, no
  * report: a floor, not a tool. */
@@ -15,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,13 +46,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   fsync(log);
-  struct statfs fs;
-  if (fstatfs(log, &fs) != 0 || (fs.f_type != 0xEF53 && fs.f_type != 0x58465342)) {
-    sync_dir(argv[1]);
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", argv[1]);
-    sync_dir(dirname(parent));
-  }
+  sync_dir(argv[1]);
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", argv[1]);
+  sync_dir(dirname(parent));
 
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {

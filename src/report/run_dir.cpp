@@ -95,13 +95,6 @@ util::Result<RunDir> try_base(const std::string& base, const std::string& leaf,
   if (::fsync(rd.log_fd.get()) != 0) {
     return util::errno_error("fsync " + rd.log_path);
   }
-  // The new entries (the log in the run directory, the run directory in the base)
-  // are durable once both directories are synced; on ext4 and XFS the file's fsync
-  // above already made them so, and two more syncs would only wait for the disk's
-  // cache flush twice (~0.16 ms per job here).
-  if (util::file_sync_covers_new_entries(rd.log_fd.get())) {
-    return rd;
-  }
   if (auto st = util::fsync_dir(rd.path); !st) {
     return util::Error{st.error()};
   }

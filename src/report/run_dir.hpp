@@ -48,9 +48,7 @@ struct RunDirRequest {
 };
 
 // Creates <base>/<name>-<YYYYmmdd-HHMMSS>-<host>-<pid>/output.log with the header,
-// fsyncs the file, then the run directory and its parent unless the file's fsync
-// already made their new entries durable (util::file_sync_covers_new_entries).
-// Fails only when every base failed.
+// fsyncs the file, the run directory and its parent. Fails only when every base failed.
 util::Result<RunDir> create_run_dir(const RunDirRequest& request, const HeaderFacts& header);
 
 std::string format_header(const HeaderFacts& header);

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -94,16 +93,6 @@ Status fsync_dir(const std::string& dir) {
     return errno_error("fsync " + dir);
   }
   return ok_status();
-}
-
-bool file_sync_covers_new_entries(int fd) {
-  constexpr decltype(statfs::f_type) k_ext4 = 0xEF53;     // EXT4_SUPER_MAGIC (ext2/3/4 alike)
-  constexpr decltype(statfs::f_type) k_xfs = 0x58465342;  // XFS_SUPER_MAGIC
-  struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) {
-    return false;
-  }
-  return fs.f_type == k_ext4 || fs.f_type == k_xfs;
 }
 
 Status write_file_atomic(const std::string& path, std::string_view data, int mode,

@@ -63,14 +63,6 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
                          Durability durability = Durability::synced);
 // fsyncs a directory so that entries created in it survive a crash.
 Status fsync_dir(const std::string& dir);
-// True where fsync() of a file also makes durable the directory entries that this
-// process created, before that fsync, for the file and its new parent directories:
-// ext4 (with a journal, the fsync commits the transaction that holds the new entries
-// and every earlier one; without one, it syncs each new parent up the tree) and XFS
-// (it forces the log up to the file's last change, past the entries' transactions).
-// POSIX does not promise it, so anywhere else (NFS, Lustre, overlayfs, btrfs, ...)
-// this says false and the directories are synced as well.
-bool file_sync_covers_new_entries(int fd);
 // mkdir -p with the given mode for created directories.
 Status make_dirs(const std::string& path, int mode = 0755);
 

@@ -1,6 +1,5 @@
 #include "util/text.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -183,58 +182,6 @@ TEST(ReadFile, WholeFilesOfAnySizeAndProcFiles) {
   ASSERT_TRUE(status.ok());
   EXPECT_NE(status->find("Name:"), std::string::npos);
   EXPECT_FALSE(util::read_file(dir + "/missing").ok());
-}
-
-namespace {
-// The type of the filesystem mounted at or above `path`, from /proc/self/mountinfo
-// (the longest mount point that is a prefix of it): another source than fstatfs().
-std::string fs_type_of(const std::string& path) {
-  auto info = util::read_file("/proc/self/mountinfo");
-  if (!info.ok()) {
-    return "";
-  }
-  std::string best_mount, best_type;
-  size_t start = 0;
-  while (start < info->size()) {
-    size_t end = info->find('\n', start);
-    std::string line = info->substr(start, end - start);
-    start = end == std::string::npos ? info->size() : end + 1;
-    std::vector<std::string> f;
-    for (size_t p = 0; p <= line.size();) {
-      size_t q = std::min(line.find(' ', p), line.size());
-      f.push_back(line.substr(p, q - p));
-      p = q + 1;
-    }
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() < 5 || dash == f.end() || dash + 1 == f.end()) {
-      continue;
-    }
-    const std::string& mount = f[4];
-    bool under =
-        path == mount || mount == "/" ||
-        (path.rfind(mount, 0) == 0 && path.size() > mount.size() && path[mount.size()] == '/');
-    if (under && mount.size() >= best_mount.size()) {
-      best_mount = mount;
-      best_type = *(dash + 1);
-    }
-  }
-  return best_type;
-}
-}  // namespace
-
-// Only where the file's fsync is known to carry its new directory entries are the
-// directory syncs left out; anything else, or an fd it can't ask, keeps them.
-TEST(FileSyncCoversNewEntries, OnlyExt4AndXfs) {
-  EXPECT_FALSE(util::file_sync_covers_new_entries(-1));
-  for (std::string dir : {std::string("/tmp"), std::string("/dev/shm")}) {
-    util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid()) {
-      continue;
-    }
-    std::string type = fs_type_of(dir);
-    bool expected = type == "ext4" || type == "ext3" || type == "xfs";
-    EXPECT_EQ(util::file_sync_covers_new_entries(fd.get()), expected) << dir << " is " << type;
-  }
 }
 
 TEST(MakeDirs, NestedExistingAndInTheWay) {
