@@ -164,9 +164,8 @@ void LogSink::close() {
 void LogSink::last_sync() {
   bool job_unsynced;
   {
-    std::lock_guard lock(m_mutex);
+    std::lock_guard lock(m_mutex);  // nothing is appended any more: read, nothing to reset
     job_unsynced = m_job_unsynced;
-    m_job_unsynced = m_dirty = false;
   }
   // Nothing of the job's since the last sync, only our end lines (which report.json
   // holds too): they reach the disk with the kernel's writeback, like report.json,
