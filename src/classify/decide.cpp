@@ -66,12 +66,15 @@ std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
 }
 
 // The verdict's evidence says why an exit status of 0 was not believed.
-void contradicted(Verdict& v, const Rule* marker) {
-  if (marker != nullptr) {
+void contradicted(Verdict& v, const std::string* why) {
+  if (why != nullptr) {
     v.evidence.insert(v.evidence.begin(),
-                      EvidenceLine{0, "exit status 0, not believed: " + marker->note, "exit"});
+                      EvidenceLine{0, "exit status 0, not believed: " + *why, "exit"});
   }
 }
+
+const std::string k_ends_on_cause =
+    "the job's output ends on the error below (a script or logger that caught it and exited 0)";
 
 }  // namespace
 
@@ -125,16 +128,25 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     });
   };
 
-  // Exit 0 that the log contradicts (a launcher that did not pass a failure on):
-  // the rules decide as for a failed job.
-  const Rule* zero_contradicted = nullptr;
+  // Exit 0 that the log contradicts (a launcher that did not pass a failure on, a
+  // script whose handler logged the error and returned): the rules decide as for a
+  // failed job. Either a marker says so, or the last line of the job's output is the
+  // evidence of a cause-tier rule: a run does not succeed by printing its fatal error
+  // last. (A log classified on its own may be a copy cut short; `run` has the end.)
+  const std::string* zero_contradicted = nullptr;
   if (exited_zero) {
     for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
       if (rules[i].is_marker && rules[i].fails_zero_exit && holds(i)) {
-        zero_contradicted = &rules[i];
-        exited_zero = false;
+        zero_contradicted = &rules[i].note;
       }
     }
+    for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
+      if (!rules[i].is_marker && rules[i].tier == Tier::cause && !rules[i].patterns.empty() &&
+          log_end != k_no_position && hits[i].count > 0 && hits[i].last == log_end && holds(i)) {
+        zero_contradicted = &k_ends_on_cause;
+      }
+    }
+    exited_zero = zero_contradicted == nullptr;
   }
 
   int best = -1;

@@ -375,6 +375,30 @@ TEST(Success, ExitZeroIsNotBelievedWhenTheLogEndsInAnUncaughtException) {
             "success");
 }
 
+TEST(Success, ExitZeroIsNotBelievedWhenTheOutputEndsOnACause) {
+  // A training script whose handler logged the error and returned normally.
+  auto v = classify_text(
+      "epoch 1 step 20 loss 0.71\n"
+      "04/06/2025 19:27:09 - ERROR - root - Failed to execute the training process: "
+      "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; expr=cublasCreate(&cublas_handle_)\n",
+      exit_code(0));
+  EXPECT_EQ(v.label, "cuda_oom");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence.front().source, "exit");
+  EXPECT_NE(v.evidence.front().text.find("ends on the error"), std::string::npos);
+  // The same error earlier, and the run went on to the end: the status stands.
+  EXPECT_EQ(classify_text("step 3: CUDA out of memory. Tried to allocate 2.00 GiB, skipping batch\n"
+                          "step 4 loss 0.70\ntraining done\n",
+                          exit_code(0))
+                .label,
+            "success");
+  // A symptom-tier line last (a teardown message) is not enough.
+  EXPECT_EQ(classify_text("training done\nNCCL WARN [Service thread] Connection closed by peer\n",
+                          exit_code(0))
+                .label,
+            "success");
+}
+
 // ---- the exit status and host facts alone
 
 TEST(Status, SignalsWithoutEvidence) {
