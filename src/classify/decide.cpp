@@ -132,7 +132,9 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
   // script whose handler logged the error and returned): the rules decide as for a
   // failed job. Either a marker says so, or the last line of the job's output is the
   // evidence of a cause-tier rule: a run does not succeed by printing its fatal error
-  // last. (A log classified on its own may be a copy cut short; `run` has the end.)
+  // last (unless that line calls itself a warning, as PyTorch's "CUDA initialization:
+  // Found no NVIDIA driver" UserWarning in a CPU run does). (A log classified on its
+  // own may be a copy cut short; `run` has the end.)
   const std::string* zero_contradicted = nullptr;
   if (exited_zero) {
     for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
@@ -142,7 +144,8 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     }
     for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
       if (!rules[i].is_marker && rules[i].tier == Tier::cause && !rules[i].patterns.empty() &&
-          log_end != k_no_position && hits[i].count > 0 && hits[i].last == log_end && holds(i)) {
+          log_end != k_no_position && hits[i].count > 0 && hits[i].last == log_end &&
+          !hits[i].last_warns && holds(i)) {
         zero_contradicted = &k_ends_on_cause;
       }
     }

@@ -29,6 +29,7 @@ struct RuleHits {
   uint64_t count = 0;              // evidence lines (exclusions applied)
   uint64_t first = k_no_position;  // position of the first evidence line
   uint64_t last = 0;               // position of the last evidence line
+  bool last_warns = false;         // the last evidence line calls itself a warning
   std::vector<EvidenceLine> evidence;
   std::map<std::string, std::string> fields;
 };

@@ -61,6 +61,17 @@ struct Block {
   }
 };
 
+// "warn" in any case: UserWarning, WARNING, NCCL WARN, [W:onnxruntime...].
+bool mentions_warning(std::string_view s) {
+  for (size_t i = 0; i + 4 <= s.size(); ++i) {
+    if ((s[i] | 0x20) == 'w' && (s[i + 1] | 0x20) == 'a' && (s[i + 2] | 0x20) == 'r' &&
+        (s[i + 3] | 0x20) == 'n') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 struct Scanner::Impl {
@@ -243,10 +254,12 @@ struct Scanner::Impl {
       h.first = pos;
     }
     h.last = pos;
+    std::string_view prefix(b.prefixes.data() + line.prefix_offset, line.prefix_length);
+    h.last_warns = mentions_warning(prefix) || mentions_warning(text);
     if (h.evidence.size() >= k_max_evidence) {
       return;
     }
-    std::string full(b.prefixes.data() + line.prefix_offset, line.prefix_length);
+    std::string full(prefix);
     full.append(text);
     h.evidence.push_back(EvidenceLine{line.number, printable(full),
                                       b.source                   ? b.source
@@ -399,6 +412,7 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
     }
     k.count += l.count;
     k.last = l.last;
+    k.last_warns = l.last_warns;
     for (const auto& e : l.evidence) {
       if (k.evidence.size() < k_max_evidence) {
         k.evidence.push_back(e);
