@@ -398,13 +398,14 @@ TEST(Success, ExitZeroIsNotBelievedWhenTheOutputEndsOnACause) {
                 .label,
             "success");
   // Nor a line that calls itself a warning: a CPU run whose last word was PyTorch's.
-  EXPECT_EQ(classify_text("wrote predictions.csv\n"
-                          "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:107: UserWarning: "
-                          "CUDA initialization: Found no NVIDIA driver on your system. Please check "
-                          "that you have an NVIDIA GPU and installed a driver\n",
-                          exit_code(0))
-                .label,
-            "success");
+  EXPECT_EQ(
+      classify_text("wrote predictions.csv\n"
+                    "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:107: UserWarning: "
+                    "CUDA initialization: Found no NVIDIA driver on your system. Please check "
+                    "that you have an NVIDIA GPU and installed a driver\n",
+                    exit_code(0))
+          .label,
+      "success");
 }
 
 // ---- the exit status and host facts alone
