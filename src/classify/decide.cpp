@@ -74,7 +74,8 @@ void contradicted(Verdict& v, const std::string* why) {
 }
 
 const std::string k_ends_on_cause =
-    "the job's output ends on the error below (a script or logger that caught it and exited 0)";
+    "the last line of the job's output is a fatal error (a script or logger caught it and "
+    "exited 0)";
 
 }  // namespace
 

@@ -385,7 +385,8 @@ TEST(Success, ExitZeroIsNotBelievedWhenTheOutputEndsOnACause) {
   EXPECT_EQ(v.label, "cuda_oom");
   ASSERT_FALSE(v.evidence.empty());
   EXPECT_EQ(v.evidence.front().source, "exit");
-  EXPECT_NE(v.evidence.front().text.find("ends on the error"), std::string::npos);
+  EXPECT_NE(v.evidence.front().text.find("last line of the job's output is a fatal error"),
+            std::string::npos);
   // The same error earlier, and the run went on to the end: the status stands.
   EXPECT_EQ(classify_text("step 3: CUDA out of memory. Tried to allocate 2.00 GiB, skipping batch\n"
                           "step 4 loss 0.70\ntraining done\n",
