@@ -25,6 +25,22 @@ for r in (0, 1, 2):
 sys.exit(1)
 """
 
+CAUGHT = """
+import logging
+logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s")
+print("epoch 1 step 20 | loss 0.71", flush=True)
+try:
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB")
+except RuntimeError as e:
+    logging.error("Failed to execute the training process: %s", e)
+"""
+
+RECOVERED = """
+print("step 3: CUDA out of memory. Tried to allocate 2.00 GiB, skipping the batch", flush=True)
+print("step 4 | loss 0.70", flush=True)
+print("training done", flush=True)
+"""
+
 
 class Diagnosis(RunTestCase):
     def test_root_cause_not_cascade_with_line_numbers(self):
@@ -43,6 +59,20 @@ class Diagnosis(RunTestCase):
         # A job named after a failure is not evidence of it.
         p, run_dir = self.run_wrapped(["true"], opts=["--name", "cuda-oom-test"])
         self.assertEqual(self.report(run_dir)["label"], "success")
+
+    def test_a_caught_error_printed_last_is_a_failure_and_the_status_stays_0(self):
+        # A training script whose handler logs the exception and returns normally.
+        job = write_script(self.tmp, "caught.py", CAUGHT)
+        p, run_dir = self.run_wrapped([PY, job])
+        self.assertEqual(p.returncode, 0, "the job's status is passed on as it is")
+        rep = self.report(run_dir)
+        self.assertEqual(rep["exit_code"], 0)
+        self.assertEqual(rep["label"], "cuda_oom")
+        self.assertIn("exit status 0, not believed", rep["evidence"][0]["text"])
+        # The same message earlier, and the run went on to its end: a success.
+        job = write_script(self.tmp, "recovered.py", RECOVERED)
+        p, run_dir = self.run_wrapped([PY, job])
+        self.assertEqual((p.returncode, self.report(run_dir)["label"]), (0, "success"))
 
     def test_wrapper_timeout_is_time_limit(self):
         p, run_dir = self.run_wrapped(["sleep", "30"], opts=["--timeout", "300ms"])
