@@ -106,5 +106,11 @@ plain("dev-full-echo",
       "echo 'writing run metadata'\necho '{\"run\": 1}' > /dev/full\nrc=$?\nexit $rc",
       "bash builtin echo into /dev/full: 'write error: No space left on device'.")
 
+small_fs("caught-checkpoint-enospc-exit0", "6M", "ckpt",
+         "exec python3 caught.py save-full ckpt",
+         "the script's handler logs the failed checkpoint write ('ERROR - trainer - Failed to execute the "
+         "training process: [Errno 28] No space left on device') and returns: exit 0, the run failed.",
+         files=("caught.py",), expect_exit=0, expect_re=r"Failed to execute the training process: \[Errno 28\]")
+
 if __name__ == "__main__":
     generator_main(C, G)

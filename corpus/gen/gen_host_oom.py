@@ -61,6 +61,10 @@ for kind, note, rx in [
 C.append(pycase("memoryerror-numpy-ulimit", L, ["-c", "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); import runpy, sys; sys.argv=['bigalloc.py','numpy','30000']; runpy.run_path('bigalloc.py', run_name='__main__')"],
                 "address space limited to 3 GiB (like ulimit -v on a login node); a 6.7 GiB numpy array is refused: _ArrayMemoryError.",
                 G, files=("bigalloc.py",), expect_exit=1, expect_re=r"Unable to allocate"))
+C.append(pycase("caught-memoryerror-exit0", L, ["-c", "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); import runpy, sys; sys.argv=['caught.py','alloc']; runpy.run_path('caught.py', run_name='__main__')"],
+                "address space limited to 3 GiB; a 16 GiB evaluation buffer is refused and the script's handler logs "
+                "the MemoryError ('Failed to execute the training process: Unable to allocate ...') and returns: exit 0, the run failed.",
+                G, files=("caught.py",), expect_exit=0, expect_re=r"Failed to execute the training process: Unable to allocate"))
 
 if __name__ == "__main__":
     generator_main(C, G)

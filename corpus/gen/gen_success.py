@@ -36,6 +36,11 @@ b("fp16-apex-overflow", "fp16", "apex/deepspeed-style overflow messages each 10 
 C.append(shcase("bash-job-set-x", L,
                 "#!/bin/bash\nset -x\nexport OMP_NUM_THREADS=1\npython3 train.py --steps 10 --log-every 2\necho \"exit code $?\"\n",
                 "bash job script with set -x tracing, python exits 0.", G, expect_exit=0))
+C.append(shcase("checkpoint-enospc-retried", L,
+                 "mkdir -p ckpt && exec unshare -m bash -c 'mount -t tmpfs -o size=6M tmpfs ckpt && exec python3 caught.py save-retry ckpt'",
+                 "a checkpoint write fails with ENOSPC on a 6 MB tmpfs (logged as ERROR with [Errno 28]); the script deletes "
+                 "the oldest checkpoint, retries and trains to the end: a success whose middle has a full-disk error.",
+                 G, files=("caught.py",), expect_exit=0, expect_re=r"training done"))
 
 if __name__ == "__main__":
     generator_main(C, G)
