@@ -9,7 +9,7 @@
 * an allocation bigger than the machine is refused: MemoryError, numpy's
   _ArrayMemoryError, torch's DefaultCPUAllocator error.
 """
-from capture import pycase, shcase, generator_main
+from capture import job_env, neutral_dir, workdir, Case, pycase, shcase, generator_main
 
 G = "gen_host_oom.py"
 L = "host_oom"
@@ -65,6 +65,14 @@ C.append(pycase("caught-memoryerror-exit0", L, ["-c", "import resource; resource
                 "address space limited to 3 GiB; a 16 GiB evaluation buffer is refused and the script's handler logs "
                 "the MemoryError ('Failed to execute the training process: Unable to allocate ...') and returns: exit 0, the run failed.",
                 G, files=("caught.py",), expect_exit=0, expect_re=r"Failed to execute the training process: Unable to allocate"))
+
+_w = workdir(neutral_dir(L, "cpp-bad-alloc-address-limit"), ("cache_grow.cpp",))
+C.append(Case("cpp-bad-alloc-address-limit", L,
+              ["bash", "-c", "c++ -O1 -o cache_grow cache_grow.cpp && ulimit -v 1048576 && exec ./cache_grow"],
+              "a C++ feature cache keeps 64 MiB shards in memory under a 1 GiB address-space limit "
+              "(ulimit -v, as on a login node or under a scheduler's RLIMIT_AS): operator new throws "
+              "std::bad_alloc, nobody catches it, terminate aborts (SIGABRT).",
+              G, cwd=_w, env=job_env(), expect_signal="SIGABRT", expect_re=r"std::bad_alloc"))
 
 if __name__ == "__main__":
     generator_main(C, G)
