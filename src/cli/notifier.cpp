@@ -1,7 +1,6 @@
 #include "cli/notifier.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <csignal>
 #include <cstring>
+#include <sstream>
 
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"

@@ -1,13 +1,11 @@
 #include "host/scheduler.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <vector>
 
 #include "util/child.hpp"

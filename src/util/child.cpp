@@ -27,8 +27,12 @@ ChildResult collect_child(pid_t pid, int read_fd, std::chrono::steady_clock::tim
     struct pollfd p {
       read_fd, POLLIN, 0
     };
-    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX))) <= 0) {
-      continue;
+    int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    if (ready < 0 && errno != EINTR) {
+      break;  // not a pipe we can wait on: stop reading, reap below
+    }
+    if (ready <= 0) {
+      continue;  // interrupted, or the deadline: the loop's test decides
     }
     ssize_t n = read_retry(read_fd, buf, sizeof buf);
     if (n <= 0) {
