@@ -41,9 +41,11 @@ std::string format_kmsg_record(const std::string& record) {
 
 bool kernel_line_relevant(const std::string& text) {
   static constexpr const char* k_needles[] = {
-      "invoked oom-killer",          "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
-      "Memory cgroup out of memory", "NVRM:",         "Xid",       "nvidia",     "segfault at",
-      "general protection",          "memory: usage"};
+      "invoked oom-killer", "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
+      "Memory cgroup out of memory", "NVRM:", "Xid", "nvidia", "segfault at", "general protection",
+      "memory: usage",
+      // AMD's and Intel's GPU drivers: page faults, ring timeouts, resets, hangs.
+      "amdgpu", "i915", "GPU HANG"};
   for (const char* n : k_needles) {
     if (text.find(n) != std::string::npos) {
       return true;

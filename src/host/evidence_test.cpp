@@ -92,6 +92,10 @@ TEST(KmsgRecord, RelevantLines) {
   // The memory cgroup's part of an OOM report (printed only there).
   EXPECT_TRUE(
       kernel_line_relevant("memory: usage 184320000kB, limit 184320000kB, failcnt 2316326"));
+  // AMD's and Intel's GPU drivers, for people to read (no rule decides on them).
+  EXPECT_TRUE(kernel_line_relevant(
+      "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32777)"));
+  EXPECT_TRUE(kernel_line_relevant("i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb"));
   EXPECT_FALSE(kernel_line_relevant("EXT4-fs (vda): mounted filesystem"));
 }
 
