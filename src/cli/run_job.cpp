@@ -221,6 +221,7 @@ RunEnding run_job(const RunOptions& o) {
     std::fprintf(stderr, "gpualert: error: %s\n", intake.error().c_str());
     return RunEnding{2, std::nullopt};
   }
+  // The memory cgroup's OOM counter before the job can use any memory.
   auto watch = host::EvidenceWatch::start();
   capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path,
                         {run_dir->header_bytes, run_dir->header_lines}, std::chrono::seconds(1));
@@ -254,6 +255,9 @@ RunEnding run_job(const RunOptions& o) {
   auto spawned = supervise::spawn(sreq);
   out_w.reset();
   err_w.reset();
+  // The kernel log is read from here on (the job is still in its exec), so that
+  // opening /dev/kmsg does not stand between the header's sync and the job.
+  watch.open_kernel_log();
   // The rules are loaded now, while the job starts on another CPU (its first output
   // waits in the pipe meanwhile); not before the spawn, which they would delay.
   diagnosis.prepare();

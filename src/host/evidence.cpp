@@ -110,16 +110,20 @@ std::optional<int64_t> read_oom_kill(const std::string& file) {
   return parse_oom_kill(*text);
 }
 
+void EvidenceWatch::open_kernel_log() {
+  m_kmsg.reset(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (m_kmsg.valid()) {
+    ::lseek(m_kmsg.get(), 0, SEEK_END);
+    m_kernel_log_read = true;
+    m_sources["kernel_log"] = "read (/dev/kmsg)";
+  } else {
+    m_sources["kernel_log"] = std::string("not available: /dev/kmsg: ") + std::strerror(errno);
+  }
+}
+
 EvidenceWatch EvidenceWatch::start() {
   EvidenceWatch w;
-  w.m_kmsg.reset(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (w.m_kmsg.valid()) {
-    ::lseek(w.m_kmsg.get(), 0, SEEK_END);
-    w.m_kernel_log_read = true;
-    w.m_sources["kernel_log"] = "read (/dev/kmsg)";
-  } else {
-    w.m_sources["kernel_log"] = std::string("not available: /dev/kmsg: ") + std::strerror(errno);
-  }
+  w.m_sources["kernel_log"] = "not available: not opened";
   auto content = util::read_file("/proc/self/cgroup");
   if (auto p = content ? oom_counter_path(*content) : std::nullopt) {
     w.m_oom_counter_path = *p;
