@@ -25,7 +25,7 @@ class EvidenceWatch {
   // after the spawn, while the job is still starting (the open costs ~25 us, which
   // would otherwise stand between the header's sync and the job). Never fails.
   void open_kernel_log();
-  // Reads kernel records since start() and the counter again.
+  // Reads kernel records since open_kernel_log() and the counter again.
   void finish();
 
   // Kernel lines that bear on a job: OOM killer and NVIDIA Xid/NVRM lines, as text.
