@@ -51,5 +51,13 @@ C.append(pycase("early-stop-nan-exit0", L, ["benign.py", "nan_early_stop"],
                 "finite ... Signaling Trainer to stop.', then the script ends with exit 0.",
                 G, files=("benign.py",), expect_exit=0, expect_re=r"is not finite"))
 
+# The same with a Keras-style loop whose early stopping (default verbose=0) ends the
+# run on its NaN val_loss without a word: the log ends on the last epoch's "loss: nan".
+C.append(pycase("early-stop-silent-nan-at-end-exit0", L, ["early_stop.py"],
+                "learning rate 1e6 from epoch 6: loss and val_loss become nan; EarlyStopping "
+                "(patience 3, verbose 0) ends fit() silently and the script exits 0; the last line "
+                "is the last epoch's summary with loss: nan.",
+                G, files=("early_stop.py",), expect_exit=0, expect_re=r"loss: nan - val_loss: nan\s*$"))
+
 if __name__ == "__main__":
     generator_main(C, G)

@@ -27,6 +27,9 @@ e("recursionerror", "recursion", "a config getter calls itself.", r"RecursionErr
 e("json-config-trailing-comma", "json", "config.json has a trailing comma.", r"JSONDecodeError")
 e("unpack-valueerror", "unpack", "tuple unpacking mismatch.", r"ValueError: too many values to unpack")
 e("assert-user-channels", "assert_user", "user assert on input channels.", r"AssertionError: expected grayscale")
+e("resume-missing-checkpoint-caught-exit0", "resume_missing_exit0",
+  "resume from a checkpoint that is not there: the script catches the FileNotFoundError, prints "
+  "it ([Errno 2] ...) and exits 0.", r"\[Errno 2\] No such file or directory", expect_exit=0)
 e("usage-exit2-custom", "custom_exit", "script validates its arguments and exits 2 with an ERROR line.", r"ERROR: --data-dir", expect_exit=2)
 e("backward-twice", "backward_twice", "backward through the graph a second time.", r"Trying to backward through the graph a second time")
 e("inplace-autograd", "inplace", "in-place op on a tensor needed for gradient computation.", r"modified by an inplace operation")

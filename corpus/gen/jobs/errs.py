@@ -6,6 +6,19 @@ if mode == "import_missing":
     from transformers import AutoModelForCausalLM  # not installed
 elif mode == "import_name":
     from torch.optim import AdamWScheduleFree  # no such name
+elif mode == "resume_missing_exit0":
+    # A launcher's resume step that catches the error, prints it and exits 0 (as
+    # Megatron-LM's checkpoint loading once did): the job did nothing and says so
+    # only in its last line.
+    import sys as _sys
+    import torch
+    print("loading checkpoint from checkpoints at iteration 200", flush=True)
+    try:
+        torch.load("checkpoints/iter_0000200/mp_rank_00/model_optim_rng.pt")
+    except OSError as e:
+        print("could not load the checkpoint", flush=True)
+        print(e, flush=True)
+        _sys.exit(0)
 elif mode == "shape":
     import torch, torch.nn as nn
     model = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
