@@ -144,9 +144,8 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
       }
     }
     for (size_t i = 0; i < rules.size() && !zero_contradicted; ++i) {
-      if (!rules[i].is_marker && rules[i].tier == Tier::cause && !rules[i].patterns.empty() &&
-          log_end != k_no_position && hits[i].count > 0 && hits[i].last == log_end &&
-          !hits[i].last_warns && holds(i)) {
+      if (can_end_on_cause(rules[i]) && log_end != k_no_position && hits[i].count > 0 &&
+          hits[i].last == log_end && !hits[i].last_warns && holds(i)) {
         zero_contradicted = &k_ends_on_cause;
       }
     }

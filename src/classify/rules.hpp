@@ -72,4 +72,11 @@ struct Rule {
   bool operator==(const Rule&) const = default;
 };
 
+// A rule whose evidence, when it is the last line of the job's output, makes an exit
+// status of 0 not believed (decide.cpp); the scanner notes for these alone whether
+// that line calls itself a warning.
+inline bool can_end_on_cause(const Rule& r) {
+  return !r.is_marker && r.tier == Tier::cause && !r.patterns.empty();
+}
+
 }  // namespace classify

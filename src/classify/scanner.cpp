@@ -255,7 +255,10 @@ struct Scanner::Impl {
     }
     h.last = pos;
     std::string_view prefix(b.prefixes.data() + line.prefix_offset, line.prefix_length);
-    h.last_warns = mentions_warning(prefix) || mentions_warning(text);
+    // Read by decide() for these rules only: not a second pass over every line that a
+    // marker such as training-progress matches.
+    h.last_warns =
+        can_end_on_cause(rules->rules()[r]) && (mentions_warning(prefix) || mentions_warning(text));
     if (h.evidence.size() >= k_max_evidence) {
       return;
     }
