@@ -89,6 +89,31 @@ TEST(Ordering, DeviceAssertBeforeItsIllegalAccessFollowUp) {
   EXPECT_EQ(v.label, "cuda_device_assert");
 }
 
+TEST(Ordering, PaddlesKernelCheckBeforeTheLaunchFailureItsTrapCauses) {
+  auto v = classify_text(
+      "Error: ../paddle/phi/kernels/funcs/scatter.cu.h:66 Assertion `scatter_i >= 0` failed. The "
+      "index is out of bounds, but received [-1106957141]\n"
+      "OSError: (External) CUDA error(719), unspecified launch failure.\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "cuda_device_assert");
+}
+
+TEST(Ordering, WindowsCommitLimitOnACudaDllIsMemoryNotSetup) {
+  const std::string dll =
+      " Error loading \"C:\\venv\\lib\\site-packages\\torch\\lib\\cudnn_adv_infer64_8.dll\" "
+      "or one of its dependencies.\n";
+  EXPECT_EQ(classify_text("OSError: [WinError 1455] The paging file is too small for this "
+                          "operation to complete." +
+                              dll,
+                          exit_code(1))
+                .label,
+            "host_oom");
+  EXPECT_EQ(classify_text("OSError: [WinError 126] The specified module could not be found." + dll,
+                          exit_code(1))
+                .label,
+            "cuda_setup");
+}
+
 TEST(Ordering, NanBeforeTheTimeoutItCaused) {
   auto v = classify_text(
       "Exception: Current loss scale already at minimum - cannot decrease scale anymore.\n"
@@ -421,6 +446,31 @@ TEST(Status, SignalsWithoutEvidence) {
   EXPECT_EQ(classify_text("training...\n", exit_code(2)).label, "unknown");
   EXPECT_EQ(classify_text("", exit_code(0)).label, "success");
   EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "cancelled");
+}
+
+TEST(Status, ARayWorkersDeathDecidesOnlyWhatNothingElseExplains) {
+  const std::string died =
+      "(raylet) The actor is dead because its worker process has died. Worker exit type: "
+      "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code "
+      "2. End of file.\n"
+      "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n";
+  auto v = classify_text(died, exit_code(1));
+  EXPECT_EQ(v.label, "unknown");  // not the driver's RayActorError as a script's error
+  EXPECT_EQ(v.rule, "ray-worker-died");
+  // The signal that ended the whole job, and the worker's own error, still decide.
+  EXPECT_EQ(classify_text(died, killed_by(SIGTERM)).label, "cancelled");
+  EXPECT_EQ(classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+                          "GiB\n" +
+                              died,
+                          exit_code(1))
+                .label,
+            "cuda_oom");
+  // exit_actor() is a normal end.
+  EXPECT_EQ(classify_text("Worker exit type: INTENDED_USER_EXIT Worker exit detail: Worker exits "
+                          "by a user request. exit_actor() is called.\n",
+                          exit_code(0))
+                .label,
+            "success");
 }
 
 TEST(Status, SigkillWithoutACauseDependsOnWhatCouldBeRead) {
