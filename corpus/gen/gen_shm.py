@@ -47,5 +47,10 @@ shm("posix-shared-memory-faulthandler", "4M", ["shm_cache.py", "16", "--faulthan
     "multiprocessing.shared_memory segment of 16 MB filled in a 4 MB /dev/shm: SIGBUS in the main process with faulthandler enabled ('Fatal Python error: Bus error'); the only hint is shared_memory.py in the stack.",
     files=("shm_cache.py",), expect_exit=None, expect_signal="SIGBUS")
 
+shm("mp-spawn-lock-enospc", "256K",
+    ["-c", "head -c 262144 /dev/zero > /dev/shm/leftover-segment 2>/dev/null; exec python3 spawn_workers.py --nprocs 2"],
+    "bash fills /dev/shm with a leftover file (as a crashed run's segments do), then spawn_workers.py starts its ranks with torch.multiprocessing.spawn: creating the error queue's lock (a POSIX semaphore, a file in /dev/shm) fails with a bare 'OSError: [Errno 28] No space left on device' under _multiprocessing.SemLock, before any rank runs.",
+    files=("spawn_workers.py",), shell_prog="bash", expect_re=r"SemLock[\s\S]*No space left on device")
+
 if __name__ == "__main__":
     generator_main(C, G)
