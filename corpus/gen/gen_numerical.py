@@ -59,5 +59,11 @@ C.append(pycase("early-stop-silent-nan-at-end-exit0", L, ["early_stop.py"],
                 "is the last epoch's summary with loss: nan.",
                 G, files=("early_stop.py",), expect_exit=0, expect_re=r"loss: nan - val_loss: nan\s*$"))
 
+# ultralytics' YOLO guard: "WARNING: non-finite loss, ending training" and a normal return.
+t("yolo-guard-nonfinite-exit0", ["--nan-at", "6", "--nan-kind", "overflow", "--nan-check", "yolo", "--log-every", "1"],
+  "inputs scaled by 1e30 from step 6: the loss is inf; the script's ultralytics-style guard prints "
+  "'WARNING: non-finite loss, ending training' and ends training normally: exit 0.",
+  r"non-finite loss, ending training", expect_exit=0)
+
 if __name__ == "__main__":
     generator_main(C, G)

@@ -35,7 +35,7 @@ p.add_argument("--step-sleep", type=float, default=0.0)
 p.add_argument("--nan-at", type=int, default=-1, help="step at which the data turns bad")
 p.add_argument("--nan-kind", default="log", choices=["log", "div0", "sqrt", "overflow", "lr"])
 p.add_argument("--nan-check", default="isfinite",
-               choices=["none", "isfinite", "anomaly", "clip", "lightning", "detectron", "fairseq", "assert", "hf"])
+               choices=["none", "isfinite", "anomaly", "clip", "lightning", "detectron", "fairseq", "assert", "hf", "yolo"])
 p.add_argument("--save-dir", default=None)
 p.add_argument("--save-every", type=int, default=0)
 p.add_argument("--save-kind", default="torch", choices=["torch", "numpy", "text", "pickle"])
@@ -227,6 +227,11 @@ for epoch in range(args.epochs):
             raise FloatingPointError("Loss became infinite or NaN at iteration=%d!\nloss_dict = {'loss_reg': %s}" % (step, lv))
         if args.nan_check == "fairseq" and not math.isfinite(lv):
             raise FloatingPointError("Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.")
+        if args.nan_check == "yolo" and not torch.isfinite(loss):
+            # ultralytics' guard (copied into many training scripts): print, end training
+            # and return normally, so the script exits 0.
+            print("WARNING: non-finite loss, ending training ", loss.detach().reshape(1), flush=True)
+            sys.exit(0)
         if args.nan_check == "hf" and not math.isfinite(lv):
             print("{'loss': %s, 'learning_rate': %g, 'epoch': %.2f}" % (lv, lr, step / args.steps))
             raise RuntimeError("Loss is nan, stopping training")
