@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace supervise {
 
@@ -80,6 +83,13 @@ SlurmStep Forwarding::step_from_environment() {
                                                                              : SlurmStep::batch;
 }
 
+bool Forwarding::stepd_signals_every_process() {
+  if (m_tracking == SlurmTracking::detect) {
+    m_tracking = slurm_tracking_from_host();
+  }
+  return m_tracking == SlurmTracking::every_process;
+}
+
 bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
   const int sig = static_cast<int>(info.ssi_signo);
   if (sig == SIGCHLD) {
@@ -95,21 +105,117 @@ bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
   if ((info.ssi_code != SI_USER && info.ssi_code != SI_QUEUE) || !is_slurmstepd(sender)) {
     return true;
   }
-  if (m_step != SlurmStep::batch) {
-    m_scheduler_ending |= sig == SIGTERM;
-    return false;  // an srun step: slurmstepd signals each of its processes
-  }
+  // The job's end: SIGCONT then SIGTERM (an srun step's time limit: SIGTERM, SIGCONT,
+  // SIGTERM); a SIGTERM without that SIGCONT just before it was asked for.
+  bool ending = false;
   if (sig == SIGCONT) {
-    m_stepd_cont_at = now_s;  // every process: resuming, or the start of the job's end
-    return false;
+    m_stepd_cont_at = now_s;
+  } else if (sig == SIGTERM) {
+    ending = m_step == SlurmStep::srun || now_s - m_stepd_cont_at < 10.0;
+    m_scheduler_ending |= ending;
   }
-  // The job's end is SIGCONT then SIGTERM to every process; a SIGTERM without that
-  // SIGCONT just before it was asked for, and reached the batch script alone.
-  if (sig == SIGTERM && now_s - m_stepd_cont_at < 10.0) {
-    m_scheduler_ending = true;
-    return false;
+  if (stepd_signals_every_process()) {
+    if (m_step != SlurmStep::batch) {
+      return false;  // an srun step: slurmstepd signals each of its processes
+    }
+    // The batch step: only the job's end reached every process.
+    return sig != SIGCONT && !ending;
+  }
+  // Task-only delivery: we are the task, and the job is not. One SIGTERM of an
+  // ending is passed on; the second of an srun step's time limit (10 ms later) is
+  // the same ending, which the job is already handling.
+  if (sig == SIGTERM && ending) {
+    if (now_s - m_stepd_term_sent < 5.0) {
+      return false;
+    }
+    m_stepd_term_sent = now_s;
   }
   return true;
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (in) {
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return text.size() > (4u << 20) ? std::string() : text;
+}
+
+}  // namespace
+
+std::optional<SlurmTracking> tracking_from_slurm_conf(std::string_view text) {
+  std::optional<SlurmTracking> found;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos || !iequals(trim(line.substr(0, eq)), "ProctrackType")) {
+      continue;
+    }
+    std::string_view value = trim(line.substr(eq + 1));
+    found = value.find("linuxproc") != std::string_view::npos ? SlurmTracking::every_process
+                                                              : SlurmTracking::task_only;
+  }
+  return found;
+}
+
+SlurmTracking slurm_tracking_from_host() {
+  std::vector<std::string> candidates;
+  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && *conf != '\0') {
+    candidates.emplace_back(conf);
+  }
+  for (const char* p : {"/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf",
+                        "/var/spool/slurmd/conf-cache/slurm.conf", "/etc/slurm-llnl/slurm.conf",
+                        "/usr/local/etc/slurm.conf"}) {
+    candidates.emplace_back(p);
+  }
+  for (const auto& path : candidates) {
+    if (auto t = tracking_from_slurm_conf(read_small_file(path))) {
+      return *t;
+    }
+  }
+  // proctrack/cgroup (v1) keeps each step in a freezer cgroup of Slurm's.
+  std::string cgroups = read_small_file("/proc/self/cgroup");
+  for (std::string_view rest = cgroups; !rest.empty();) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line.find(":freezer:") != std::string_view::npos &&
+        line.find("/slurm") != std::string_view::npos) {
+      return SlurmTracking::task_only;
+    }
+  }
+  return SlurmTracking::task_only;
 }
 
 }  // namespace supervise

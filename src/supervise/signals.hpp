@@ -10,6 +10,8 @@
 #include <sys/signalfd.h>
 
 #include <csignal>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -54,37 +56,60 @@ enum class JobControl {
   own_group,     // batch: the job has its own process group, we forward to all of it
 };
 
-// Where Slurm's step daemon (slurmstepd) sends its signals, measured on Slurm 22.05:
-// - in a step started by srun, to every process of the step (the job has it too);
-// - in the batch step, to every process only when it ends the job (scancel, time
-//   limit, memory limit, preemption: SIGCONT, then SIGTERM, then SIGKILL); any other
-//   signal (`sbatch --signal=B:USR1@60`, `scancel --batch` or `--full --signal=...`)
-//   goes to the batch script's process or process group alone, which does not hold
-//   the job (it has its own group).
+// Where Slurm's step daemon (slurmstepd) sends its signals depends on how Slurm
+// tracks the job's processes (measured on Slurm 22.05, see
+// tests/integration/test_run_slurm.py):
+// - proctrack/linuxproc (and jobs it can't place otherwise): in a step started by
+//   srun, to every process of the step (the job has it too); in the batch step, to
+//   every process only when it ends the job (scancel, time limit, memory limit,
+//   preemption: SIGCONT, then SIGTERM, then SIGKILL); any other signal (`sbatch
+//   --signal=B:USR1@60`, `scancel --batch` or `--full --signal=...`) goes to the
+//   batch script's process or process group alone, which does not hold the job.
+// - proctrack/cgroup (most production clusters) and proctrack/pgid: to the step's
+//   task processes only (the batch script's process, or each srun task), never to
+//   their children: a wrapper that is the task must pass every signal on, once.
 enum class SlurmStep { none, batch, srun };
+enum class SlurmTracking {
+  detect,        // read ProctrackType when slurmstepd first signals us
+  every_process, // proctrack/linuxproc
+  task_only,     // proctrack/cgroup, proctrack/pgid
+};
 
 // Decides, for each signal the wrapper receives, whether to send it on to the job,
 // so that the job gets it exactly once: not when the terminal already sent it to the
 // whole foreground group (shared_group and SI_KERNEL), not when we sent it ourselves,
-// and not when slurmstepd sent it to every process (see SlurmStep). Remembers
+// and not when slurmstepd sent it to every process (see SlurmTracking). Remembers
 // slurmstepd's SIGCONT, which tells its job-ending SIGTERM from a requested one.
 class Forwarding {
  public:
-  Forwarding(JobControl mode, SlurmStep step) : m_mode(mode), m_step(step) {}
+  Forwarding(JobControl mode, SlurmStep step, SlurmTracking tracking = SlurmTracking::detect)
+      : m_mode(mode), m_step(step), m_tracking(tracking) {}
   // now_s: a monotonic clock in seconds.
   bool should_forward(const signalfd_siginfo& info, double now_s);
   // Which step we run in, from the environment (SLURM_JOB_ID, SLURM_STEP_ID).
   static SlurmStep step_from_environment();
-  // Whether slurmstepd has begun ending the job (its SIGTERM to every process):
-  // the scheduler then knows why (time limit, scancel, memory, preemption).
+  // Whether slurmstepd has begun ending the job (its SIGTERM after a SIGCONT, or
+  // any SIGTERM of it in an srun step): the scheduler then knows why (time limit,
+  // scancel, memory, preemption, node failure).
   bool scheduler_ending() const { return m_scheduler_ending; }
 
  private:
+  bool stepd_signals_every_process();
   JobControl m_mode;
   SlurmStep m_step;
-  double m_stepd_cont_at = -1e9;  // when slurmstepd last sent SIGCONT
+  SlurmTracking m_tracking;
+  double m_stepd_cont_at = -1e9;     // when slurmstepd last sent SIGCONT
+  double m_stepd_term_sent = -1e9;   // when we last passed on slurmstepd's SIGTERM
   bool m_scheduler_ending = false;
 };
+
+// How the local Slurm tracks a job's processes: ProctrackType from slurm.conf
+// ($SLURM_CONF, else the usual places, including slurmd's configless cache); if no
+// file says, a freezer cgroup of Slurm's around this process means proctrack/cgroup.
+// When nothing tells, task_only: passing a signal on twice is safer than never.
+SlurmTracking slurm_tracking_from_host();
+// The same decision from a slurm.conf's text (nothing if it names no ProctrackType).
+std::optional<SlurmTracking> tracking_from_slurm_conf(std::string_view text);
 
 // Whether a process is Slurm's step daemon (its /proc/PID/comm).
 bool is_slurmstepd(pid_t pid);

@@ -14,6 +14,8 @@ namespace {
 using supervise::Forwarding;
 using supervise::JobControl;
 using supervise::SlurmStep;
+using supervise::SlurmTracking;
+constexpr auto k_linuxproc = SlurmTracking::every_process;
 
 // A child process whose name (/proc/PID/comm) is `name`, alive until destroyed.
 class NamedProcess {
@@ -60,7 +62,7 @@ TEST(Forwarding, SenderIsSlurmstepdByItsName) {
 
 TEST(Forwarding, InTheBatchStepOnlyTheJobsEndReachedEveryProcess) {
   NamedProcess stepd("slurmstepd");
-  Forwarding f(JobControl::own_group, SlurmStep::batch);
+  Forwarding f(JobControl::own_group, SlurmStep::batch, k_linuxproc);
   // sbatch --signal=B:USR1@60, scancel --batch/--full --signal: the batch script alone.
   EXPECT_TRUE(f.should_forward(from(SIGUSR1, stepd.pid()), 100.0));
   EXPECT_TRUE(f.should_forward(from(SIGTERM, stepd.pid()), 101.0));  // asked for, no SIGCONT
@@ -73,7 +75,7 @@ TEST(Forwarding, InTheBatchStepOnlyTheJobsEndReachedEveryProcess) {
 
 TEST(Forwarding, KnowsWhenSlurmBeganEndingTheJob) {
   NamedProcess stepd("slurmstepd"), other("bash");
-  Forwarding batch(JobControl::own_group, SlurmStep::batch);
+  Forwarding batch(JobControl::own_group, SlurmStep::batch, k_linuxproc);
   batch.should_forward(from(SIGUSR1, stepd.pid()), 1.0);
   batch.should_forward(from(SIGTERM, other.pid()), 2.0);
   batch.should_forward(from(SIGTERM, stepd.pid()), 3.0);  // asked for: not the end
@@ -81,7 +83,7 @@ TEST(Forwarding, KnowsWhenSlurmBeganEndingTheJob) {
   batch.should_forward(from(SIGCONT, stepd.pid()), 4.0);
   batch.should_forward(from(SIGTERM, stepd.pid()), 4.001);
   EXPECT_TRUE(batch.scheduler_ending());
-  Forwarding srun(JobControl::own_group, SlurmStep::srun);
+  Forwarding srun(JobControl::own_group, SlurmStep::srun, k_linuxproc);
   srun.should_forward(from(SIGUSR1, stepd.pid()), 1.0);
   EXPECT_FALSE(srun.scheduler_ending());
   srun.should_forward(from(SIGTERM, stepd.pid()), 2.0);
@@ -90,10 +92,41 @@ TEST(Forwarding, KnowsWhenSlurmBeganEndingTheJob) {
 
 TEST(Forwarding, InAnSrunStepSlurmstepdSignalsEveryProcess) {
   NamedProcess stepd("slurmstepd");
-  Forwarding f(JobControl::own_group, SlurmStep::srun);
+  Forwarding f(JobControl::own_group, SlurmStep::srun, k_linuxproc);
   for (int sig : {SIGUSR1, SIGTERM, SIGCONT, SIGINT}) {
     EXPECT_FALSE(f.should_forward(from(sig, stepd.pid()), 1.0)) << sig;
   }
+}
+
+TEST(Forwarding, UnderCgroupTrackingOnlyTheTaskIsSignalledSoEverySignalIsPassedOnOnce) {
+  NamedProcess stepd("slurmstepd");
+  for (SlurmStep step : {SlurmStep::batch, SlurmStep::srun}) {
+    Forwarding f(JobControl::own_group, step, SlurmTracking::task_only);
+    EXPECT_TRUE(f.should_forward(from(SIGUSR1, stepd.pid()), 1.0));
+    // scancel: SIGCONT, SIGTERM to the task alone (gpualert): the job needs both.
+    EXPECT_TRUE(f.should_forward(from(SIGCONT, stepd.pid()), 10.0));
+    EXPECT_TRUE(f.should_forward(from(SIGTERM, stepd.pid()), 10.001));
+    EXPECT_TRUE(f.scheduler_ending());
+    // An srun step's time limit: SIGTERM, SIGCONT, SIGTERM within 10 ms: one ending.
+    EXPECT_TRUE(f.should_forward(from(SIGCONT, stepd.pid()), 10.005));
+    EXPECT_FALSE(f.should_forward(from(SIGTERM, stepd.pid()), 10.01));
+  }
+  // A requested SIGTERM in the batch step (no SIGCONT before it) is not the end.
+  Forwarding asked(JobControl::own_group, SlurmStep::batch, SlurmTracking::task_only);
+  EXPECT_TRUE(asked.should_forward(from(SIGTERM, stepd.pid()), 50.0));
+  EXPECT_FALSE(asked.scheduler_ending());
+}
+
+TEST(Forwarding, TrackingFromSlurmConf) {
+  using supervise::tracking_from_slurm_conf;
+  EXPECT_EQ(tracking_from_slurm_conf("ClusterName=x\nProctrackType=proctrack/linuxproc\n"),
+            SlurmTracking::every_process);
+  EXPECT_EQ(tracking_from_slurm_conf("  proctracktype = proctrack/cgroup # prod\n"),
+            SlurmTracking::task_only);
+  EXPECT_EQ(tracking_from_slurm_conf("ProctrackType=proctrack/pgid\n"), SlurmTracking::task_only);
+  EXPECT_EQ(tracking_from_slurm_conf("#ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"),
+            std::nullopt);
+  EXPECT_EQ(tracking_from_slurm_conf(""), std::nullopt);
 }
 
 TEST(Forwarding, OtherSendersAreForwardedOnceOurOwnAndTheTerminalsAreNot) {

@@ -1,10 +1,15 @@
 """A private single-node Slurm (slurm-wlm 22.05 + munge) for tests and corpus cases.
 
-SlurmNode(base).start() runs its own munged, slurmctld and slurmd: own ports on
-127.0.0.1's host name, own state/spool/log directories under `base`, a generated
+SlurmNode(base, tracking).start() runs its own munged, slurmctld and slurmd: own ports
+on 127.0.0.1's host name, own state/spool/log directories under `base`, a generated
 slurm.conf that `env` (SLURM_CONF) points at; stop() cancels every job and stops
-all three. No systemd, no cgroups (proctrack/linuxproc): what the Debian packages
-do on a plain machine, as root.
+all three. No systemd. Two ways of tracking a job's processes, because Slurm signals
+them differently (shared/reference/test-infrastructure.md):
+- "linuxproc": proctrack/linuxproc, task/none, OverMemoryKill: what the Debian packages
+  do on a plain machine;
+- "cgroup": proctrack/cgroup, task/cgroup, jobacct_gather/cgroup, ConstrainRAMSpace (cgroup
+  v1): how most production GPU clusters are configured. Only the step's task processes
+  get scancel's and a time limit's signals; the rest of the step gets the final SIGKILL.
 """
 import os
 import shutil
@@ -12,6 +17,10 @@ import signal
 import socket
 import subprocess
 import time
+
+TRACKING = ("linuxproc", "cgroup")
+# Job ids name cgroup folders: two test clusters on one host need different ranges.
+FIRST_JOB_ID = {"linuxproc": 1000, "cgroup": 500000}
 
 
 def free_port(base):
@@ -27,7 +36,9 @@ def free_port(base):
 
 
 class SlurmNode:
-    def __init__(self, base):
+    def __init__(self, base, tracking="linuxproc"):
+        assert tracking in TRACKING
+        self.tracking = tracking
         self.base = base
         self.conf = os.path.join(base, "slurm.conf")
         self.host = socket.gethostname().split(".")[0]
@@ -39,8 +50,34 @@ class SlurmNode:
                               **kw)
 
     @staticmethod
-    def available():
-        return all(shutil.which(p) for p in ("slurmctld", "slurmd", "sbatch", "munged", "runuser"))
+    def available(tracking="linuxproc"):
+        if not all(shutil.which(p) for p in ("slurmctld", "slurmd", "sbatch", "munged", "runuser")):
+            return False
+        # cgroup tracking as configured here needs the v1 freezer and memory controllers.
+        return tracking == "linuxproc" or all(
+            os.path.isdir("/sys/fs/cgroup/" + c) and os.path.exists("/sys/fs/cgroup/%s/tasks" % c)
+            for c in ("freezer", "memory", "cpuacct"))
+
+    def _tracking_conf(self):
+        if self.tracking == "linuxproc":
+            return ("ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+                    "JobAcctGatherType=jobacct_gather/linux\nJobAcctGatherParams=OverMemoryKill\n")
+        # Slurm reads cgroup.conf from slurm.conf's directory, also through SLURM_CONF.
+        with open(os.path.join(self.base, "cgroup.conf"), "w") as f:
+            f.write("CgroupPlugin=cgroup/v1\nCgroupAutomount=no\nConstrainCores=no\n"
+                    "ConstrainDevices=no\nConstrainRAMSpace=yes\nConstrainSwapSpace=no\n"
+                    "AllowedRAMSpace=100\n")
+        return ("ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n"
+                "JobAcctGatherType=jobacct_gather/cgroup\n")
+
+    def cgroup_dirs(self):
+        """Slurm's cgroup folders for this node, deepest first."""
+        found = []
+        for ctl in ("freezer", "memory", "cpuacct", "cpuset", "devices"):
+            top = "/sys/fs/cgroup/%s/slurm_%s" % (ctl, self.host)
+            for root, dirs, _ in os.walk(top, topdown=False):
+                found.append(root)
+        return found
 
     def start(self, def_mem_per_cpu=600):
         shutil.rmtree(self.base, ignore_errors=True)
@@ -82,19 +119,16 @@ SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={sock}
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
+{self._tracking_conf()}SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU={def_mem_per_cpu}
 SlurmdParameters=config_overrides
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={base}/log/jobcomp.txt
-JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=task=1
-JobAcctGatherParams=OverMemoryKill
-KillWait=5
+KillWait=10
+FirstJobId={FIRST_JOB_ID[self.tracking]}
 OverTimeLimit=0
 MinJobAge=600
 MpiDefault=none
@@ -150,7 +184,24 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             except OSError:
                 pass
         time.sleep(0.3)
+        if self.tracking == "cgroup":
+            # A folder goes once no process is in it; a test's leftovers may take a moment.
+            for _ in range(20):
+                left = [d for d in self.cgroup_dirs() if not self._rmdir(d)]
+                if not left:
+                    break
+                time.sleep(0.25)
         shutil.rmtree(self.base, ignore_errors=True)
+
+    @staticmethod
+    def _rmdir(path):
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
 
     def job_state(self, jobid):
         """JobState and ExitCode (code:signal) from `scontrol show job`."""
