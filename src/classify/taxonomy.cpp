@@ -27,6 +27,9 @@ const std::vector<LabelInfo> k_labels = {
     {"numerical_divergence", "training", "lower LR, check data, bf16 instead of fp16"},
     {"time_limit", "scheduler", "checkpoint more often, ask for more time, resume"},
     {"cancelled", "scheduler", "nothing, or resubmit"},
+    {"preempted", "scheduler",
+     "nothing if it was requeued (it will run again); otherwise resubmit, checkpoint more often"},
+    {"node_failure", "hardware", "resubmit elsewhere; tell the admins which node"},
     {"script_error", "software", "read the traceback"},
     {"unknown", "-", "read the log"},
 };

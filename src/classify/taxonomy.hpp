@@ -1,4 +1,4 @@
-// classify/taxonomy.hpp: the 18 labels of spec/taxonomy.md with their group and
+// classify/taxonomy.hpp: the 20 labels of spec/taxonomy.md with their group and
 // the first action an operator should take.
 //
 // The label set is fixed by the spec (reports, eval and mail all rely on it), so
@@ -19,7 +19,7 @@ struct LabelInfo {
 
 // All labels, in taxonomy order.
 const std::vector<LabelInfo>& labels();
-// nullptr when `label` is not one of the 18.
+// nullptr when `label` is not one of the 20.
 const LabelInfo* find_label(std::string_view label);
 
 // Signal numbers by name ("SIGKILL", "KILL" and "9" all give 9); 0 when unknown.

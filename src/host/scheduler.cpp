@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,22 +48,46 @@ bool plausible_job_id(const std::string& id) {
 
 }  // namespace
 
-std::optional<std::string> slurm_state_line(std::string_view out, std::string_view job_id) {
+std::optional<SlurmJob> parse_slurm_job(std::string_view out, std::string_view job_id) {
   std::string_view state = token_value(out, "JobState");
   if (state.empty()) {
     return std::nullopt;
   }
-  std::string line = "scontrol: job " + std::string(job_id) + " JobState=" + std::string(state);
-  for (std::string_view key : {"Reason", "RunTime", "TimeLimit"}) {
-    if (std::string_view value = token_value(out, key); !value.empty()) {
-      line.append(" ").append(key).append("=").append(value);
+  SlurmJob job;
+  job.id = std::string(job_id);
+  job.state = std::string(state);
+  job.reason = std::string(token_value(out, "Reason"));
+  job.run_time = std::string(token_value(out, "RunTime"));
+  job.time_limit = std::string(token_value(out, "TimeLimit"));
+  job.std_err = std::string(token_value(out, "StdErr"));
+  job.std_out = std::string(token_value(out, "StdOut"));
+  job.exit_code = std::string(token_value(out, "ExitCode"));
+  std::string restarts(token_value(out, "Restarts"));
+  if (!restarts.empty() && restarts.size() < 6 &&
+      restarts.find_first_not_of("0123456789") == std::string::npos) {
+    job.restarts = std::stoi(restarts);
+  }
+  job.line = "scontrol: job " + job.id + " JobState=" + job.state;
+  for (auto [key, value] : {std::pair<std::string_view, const std::string*>{"Reason", &job.reason},
+                            {"RunTime", &job.run_time},
+                            {"TimeLimit", &job.time_limit}}) {
+    if (!value->empty()) {
+      job.line.append(" ").append(key).append("=").append(*value);
     }
   }
-  return line;
+  if (job.restarts > 0) {
+    job.line += " Restarts=" + std::to_string(job.restarts);
+  }
+  return job;
 }
 
-std::optional<std::string> query_slurm_job_state(const std::string& job_id,
-                                                 std::chrono::milliseconds deadline) {
+std::optional<std::string> slurm_state_line(std::string_view out, std::string_view job_id) {
+  auto job = parse_slurm_job(out, job_id);
+  return job ? std::optional<std::string>(job->line) : std::nullopt;
+}
+
+std::optional<SlurmJob> query_slurm_job(const std::string& job_id,
+                                        std::chrono::milliseconds deadline) {
   if (!plausible_job_id(job_id)) {
     return std::nullopt;
   }
@@ -95,7 +120,98 @@ std::optional<std::string> query_slurm_job_state(const std::string& job_id,
   if (!child.finished || !WIFEXITED(child.status) || WEXITSTATUS(child.status) != 0) {
     return std::nullopt;
   }
-  return slurm_state_line(child.output, job_id);
+  return parse_slurm_job(child.output, job_id);
+}
+
+std::optional<std::string> query_slurm_job_state(const std::string& job_id,
+                                                 std::chrono::milliseconds deadline) {
+  auto job = query_slurm_job(job_id, deadline);
+  return job ? std::optional<std::string>(job->line) : std::nullopt;
+}
+
+std::optional<std::string> slurmstepd_banner(const std::string& path, std::string_view job_id) {
+  if (path.empty() || job_id.empty()) {
+    return std::nullopt;
+  }
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  constexpr off_t k_tail = 256 << 10;
+  off_t from = st.st_size > k_tail ? st.st_size - k_tail : 0;
+  std::string text(static_cast<size_t>(st.st_size - from), '\0');
+  ssize_t n = ::pread(fd.get(), text.data(), text.size(), from);
+  if (n <= 0) {
+    return std::nullopt;
+  }
+  text.resize(static_cast<size_t>(n));
+  // "*** JOB 7 ON n1 CANCELLED AT ..." or "*** STEP 7.0 ON n1 CANCELLED AT ...".
+  std::optional<std::string> last;
+  const std::string job = "*** JOB " + std::string(job_id) + " ON ";
+  const std::string step = "*** STEP " + std::string(job_id) + ".";
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    std::string_view line(text.data() + pos, end - pos);
+    size_t at = line.find(job);
+    if (at == std::string_view::npos) {
+      at = line.find(step);
+    }
+    if (at != std::string_view::npos && line.find(" AT ", at) != std::string_view::npos &&
+        line.size() < 512) {
+      size_t from_pos = line.rfind("slurmstepd", at);
+      std::string_view banner = line.substr(from_pos == std::string_view::npos ? at : from_pos);
+      while (!banner.empty() && (banner.back() == '\r' || banner.back() == ' ')) {
+        banner.remove_suffix(1);
+      }
+      last = std::string(banner);
+    }
+    pos = end + 1;
+  }
+  return last;
+}
+
+std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_at_start,
+                                        const std::string& own_stderr) {
+  std::vector<std::string> lines = {job.line};
+  auto banner = slurmstepd_banner(job.std_err, job.id);
+  if (!banner && job.std_out != job.std_err) {
+    banner = slurmstepd_banner(job.std_out, job.id);
+  }
+  if (!banner) {
+    banner = slurmstepd_banner(own_stderr, job.id);
+  }
+  if (banner) {
+    lines.push_back(*banner);
+  }
+  if (job.restarts > restart_count_at_start) {
+    lines.push_back("scontrol: job " + job.id + " was requeued (Restarts=" +
+                    std::to_string(job.restarts) + "): this was run " +
+                    std::to_string(restart_count_at_start + 1) + " of it, and it will run again");
+  }
+  return lines;
+}
+
+std::optional<int> requeued_run(std::string_view line) {
+  constexpr std::string_view k_mark = "): this was run ";
+  if (line.rfind("scontrol: job ", 0) != 0 || line.find(" was requeued (") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  size_t at = line.find(k_mark);
+  if (at == std::string_view::npos) {
+    return std::nullopt;
+  }
+  int n = 0;
+  for (size_t i = at + k_mark.size(); i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    n = n * 10 + (line[i] - '0');
+    if (n > 1000000) {
+      return std::nullopt;
+    }
+  }
+  return n > 0 ? std::optional<int>(n) : std::nullopt;
 }
 
 }  // namespace host

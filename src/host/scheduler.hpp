@@ -16,18 +16,48 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace host {
+
+// What `scontrol show job --oneliner` says of a job.
+struct SlurmJob {
+  std::string id, state, reason, run_time, time_limit;
+  std::string std_err, std_out;  // the job's output files, as Slurm names them
+  int restarts = 0;              // how often it was requeued
+  std::string exit_code;         // "code:signal" of the batch script
+  std::string line;              // the state line kept as evidence (see slurm_state_line)
+};
+
+std::optional<SlurmJob> parse_slurm_job(std::string_view scontrol_output, std::string_view job_id);
 
 // "scontrol: job ID JobState=X Reason=Y RunTime=... TimeLimit=..." from `scontrol show
 // job --oneliner` output, or nothing when it holds no JobState.
 std::optional<std::string> slurm_state_line(std::string_view scontrol_output,
                                             std::string_view job_id);
 
-// Runs `scontrol show job --oneliner JOB_ID` (from PATH) and returns its state line;
-// nothing if scontrol is missing, fails, or does not answer within `deadline`
-// (then it is killed). job_id must be digits (and '_' for array jobs).
+// Runs `scontrol show job --oneliner JOB_ID` (from PATH); nothing if scontrol is
+// missing, fails, or does not answer within `deadline` (then it is killed). job_id
+// must be digits (and '_' for array jobs).
+std::optional<SlurmJob> query_slurm_job(const std::string& job_id,
+                                        std::chrono::milliseconds deadline);
 std::optional<std::string> query_slurm_job_state(const std::string& job_id,
                                                  std::chrono::milliseconds deadline);
+
+// The last banner slurmstepd wrote for this job into one of its output files
+// ("slurmstepd: error: *** JOB 7 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ... ***"):
+// Slurm's own word on why it ended the job, which only that file holds. Reads at
+// most the file's last 256 KiB.
+std::optional<std::string> slurmstepd_banner(const std::string& path, std::string_view job_id);
+
+// The scheduler's evidence about a job it ended: the state line, Slurm's banner from
+// the job's output file (its own `std_err`, else `own_stderr`, the wrapper's stderr
+// when that is a file), and, when the job was requeued since this run started
+// (Restarts above `restart_count_at_start`, SLURM_RESTART_COUNT), a line saying so.
+std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_at_start,
+                                        const std::string& own_stderr);
+
+// The "requeued" line's run number, when `line` is one (see slurm_evidence).
+std::optional<int> requeued_run(std::string_view line);
 
 }  // namespace host

@@ -34,6 +34,52 @@ TEST(SlurmState, TheStateReasonAndTimesOfTheJob) {
             "scontrol: job 3 JobState=RUNNING");
 }
 
+TEST(SlurmState, RestartsAndOutputFilesAreRead) {
+  auto job = host::parse_slurm_job(
+      "JobId=5 JobState=PENDING Reason=BeginTime Requeue=1 Restarts=2 ExitCode=0:15 "
+      "RunTime=00:00:00 TimeLimit=UNLIMITED StdErr=/tmp/x/slurm-5.out StdOut=/tmp/x/slurm-5.out\n",
+      "5");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->restarts, 2);
+  EXPECT_EQ(job->exit_code, "0:15");
+  EXPECT_EQ(job->std_err, "/tmp/x/slurm-5.out");
+  EXPECT_EQ(job->line,
+            "scontrol: job 5 JobState=PENDING Reason=BeginTime RunTime=00:00:00 "
+            "TimeLimit=UNLIMITED Restarts=2");
+}
+
+TEST(SlurmState, TheBannerOfThisJobIsTakenFromItsOutputFile) {
+  char tmpl[] = "/tmp/gpualert-banner-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string out = dir + "/slurm-7.out";
+  std::ofstream(out) << "step 1\n"
+                        "slurmstepd: error: *** JOB 17 ON n1 CANCELLED AT 2026-01-01T00:00:00 ***\n"
+                        "step 2\n"
+                        "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-01T21:58:14 DUE "
+                        "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n"
+                        "got signal 15\n";
+  EXPECT_EQ(host::slurmstepd_banner(out, "7"),
+            "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-01T21:58:14 DUE TO NODE "
+            "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***");
+  EXPECT_FALSE(host::slurmstepd_banner(out, "8"));
+  EXPECT_FALSE(host::slurmstepd_banner(dir, "7"));  // not a regular file
+  host::SlurmJob job;
+  job.id = "7";
+  job.line = "scontrol: job 7 JobState=PENDING Reason=None Restarts=1";
+  job.restarts = 1;
+  auto lines = host::slurm_evidence(job, 0, out);  // no StdErr from scontrol: our own stderr
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("DUE TO NODE FAILURE"), std::string::npos);
+  EXPECT_EQ(lines[2], "scontrol: job 7 was requeued (Restarts=1): this was run 1 of it, and it "
+                      "will run again");
+  EXPECT_EQ(host::requeued_run(lines[2]), 1);
+  EXPECT_FALSE(host::requeued_run(lines[0]));
+  // Run 2 of a job that had been requeued once before, and not again: no requeue line.
+  EXPECT_EQ(host::slurm_evidence(job, 1, "").size(), 1u);
+  ::unlink(out.c_str());
+  ::rmdir(dir.c_str());
+}
+
 // A directory put first on PATH with an executable `scontrol` in it.
 struct FakePath {
   std::string dir, old_path;

@@ -44,7 +44,7 @@ bool is_relevant(std::string_view key) {
       return true;
     }
   }
-  return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_NODELIST" ||
+  return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_RESTART_COUNT" || key == "SLURM_NODELIST" ||
          key == "SLURM_NTASKS" || key == "SLURM_CLUSTER_NAME";
 }
 
