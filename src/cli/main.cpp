@@ -19,7 +19,8 @@ constexpr cli::Command k_commands[] = {
     {"eval", cli::cmd_eval, "measure the rules on a labelled corpus"},
     {"rules", cli::cmd_rules, "list the rules, or check a rules file"},
     // These need libcurl, which lives in the gpualert-notify helper (cli/notifier.hpp).
-    {"outbox", cli::exec_notify_helper, "list or flush notifications not yet delivered"},
+    {"outbox", cli::cmd_outbox_flush, "list or flush notifications not yet delivered"},
+    {"sweep", cli::cmd_sweep, "report runs whose wrapper is gone; send held notices that are due"},
     {"test-notify", cli::exec_notify_helper, "send a test notification and say what failed"},
     {"notify", cli::exec_notify_helper, "(re)send the notification of a finished run directory"},
 };

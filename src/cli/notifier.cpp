@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "cli/sweep.hpp"
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"
 #include "util/child.hpp"
@@ -195,6 +196,72 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
   auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way
+}
+
+void flush_outbox_now(const notify::Config& config, const std::string& config_file) {
+  if (!notify::outbox_has_pending(config)) {
+    return;
+  }
+  std::vector<std::string> args = {"outbox", "flush"};
+  auto more = config_args(config_file, config.notify_timeout);
+  args.insert(args.end(), more.begin(), more.end());
+  pid_t pid = spawn_helper(args, STDOUT_FILENO, false);
+  if (pid > 0) {
+    // The flush keeps its own delivery deadline per message; this bounds the whole of it.
+    int status = 0;
+    auto deadline = std::chrono::steady_clock::now() + config.notify_timeout * 4 +
+                    std::chrono::seconds(5);
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      ::usleep(20000);
+    }
+  }
+}
+
+void sweep_journal_in_background(const notify::Config& config, const std::string& own_entry,
+                                 const std::string& config_file) {
+  if (!journal_has_orphans(config, own_entry)) {
+    return;
+  }
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    return;
+  }
+  self[n] = '\0';
+  std::vector<std::string> args = {"gpualert", "sweep", "--journal", "--quiet"};
+  if (!config_file.empty()) {
+    args.insert(args.end(), {"--config", config_file});
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  for (int fd = 0; fd < 3; ++fd) {
+    posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSID);
+  pid_t pid = -1;
+  (void)posix_spawn(&pid, self, &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
 }
 
 int exec_notify_helper(int argc, char** argv) {

@@ -42,6 +42,15 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
 // a channel is configured and the outbox has entries; returns at once, never waits.
 void flush_outbox_in_background(const notify::Config& config, const std::string& config_file);
 
+// Runs `gpualert-notify outbox flush` and waits for it (at most the notify timeout and
+// a few seconds more): what `sweep` does after reporting runs.
+void flush_outbox_now(const notify::Config& config, const std::string& config_file);
+
+// Starts `gpualert sweep --journal` detached when the journal holds a run whose
+// wrapper seems gone, so that a later job reports it without anyone's help.
+void sweep_journal_in_background(const notify::Config& config, const std::string& own_entry,
+                                 const std::string& config_file);
+
 // Replaces this process with the helper running the same subcommand (argv[0] is its name).
 int exec_notify_helper(int argc, char** argv);
 

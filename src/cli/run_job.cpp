@@ -18,6 +18,7 @@
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
+#include "cli/run_state.hpp"
 #include "host/evidence.hpp"
 #include "host/scheduler.hpp"
 #include "notify/policy.hpp"
@@ -45,19 +46,19 @@ using Clock = std::chrono::system_clock;
 // facts and that SIGTERM, and saying that it is provisional. Nothing if the rules
 // can't be loaded.
 std::optional<report::RunReport> provisional_report(report::RunReport rep,
-                                                    const std::optional<std::string>& scheduler,
+                                                    const std::vector<std::string>& scheduler,
                                                     double duration_s) {
   auto rules = classify::RuleSet::load_default(/*with_documentation=*/false);
   if (!rules) {
     return std::nullopt;
   }
   classify::HostEvidence facts;
-  if (scheduler) {
-    facts.scheduler_lines.push_back(*scheduler);
-  }
+  facts.scheduler_lines = scheduler;
   classify::Scanner scanner(std::move(*rules));
   scanner.finish();
   rep.verdict = scanner.verdict({std::nullopt, SIGTERM, false}, facts);
+  note_requeue(*rep.verdict, scheduler);
+  rep.state = "provisional";
   for (auto& e : rep.verdict->evidence) {
     if (e.source == "exit") {  // the job has not ended yet: say what is known
       e.text = "Slurm sent SIGTERM to end the job, which had not exited 2 s later";
@@ -196,7 +197,8 @@ RunEnding run_job(const RunOptions& o) {
                   ? e
                   : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
   }
-  report::HeaderFacts header{rep.name, rep.argv, rep.cwd, rep.host, rep.user, rep.started, rep.env};
+  report::HeaderFacts header{rep.name,    rep.argv, rep.cwd, rep.host, rep.user,
+                             rep.started, rep.env,  ::getpid(), report::current_boot_id()};
   report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
   auto run_dir = report::create_run_dir(req, header);
   std::vector<std::string> env =
@@ -273,34 +275,39 @@ RunEnding run_job(const RunOptions& o) {
   };
 
   // What Slurm said when it began ending the job, asked once (see below and the end).
-  std::optional<std::string> scheduler_line;
+  std::vector<std::string> scheduler_lines;
   bool scheduler_asked = false;
   auto ask_scheduler = [&] {
     if (!scheduler_asked) {
       scheduler_asked = true;
-      if (auto it = rep.env.find("SLURM_JOB_ID"); it != rep.env.end()) {
-        scheduler_line = host::query_slurm_job_state(it->second, std::chrono::seconds(2));
-      }
+      scheduler_lines = scheduler_evidence(rep.env, std::chrono::seconds(2));
     }
   };
   // Slurm is ending the job, which has not exited 2 s after its SIGTERM: Slurm's
   // SIGKILL may end gpualert with it. Keep a provisional report and a notice held
   // back in the outbox (sent by a later flush if gpualert dies; withdrawn if not).
   std::vector<std::string> held;
+  std::string journal;  // this run's entry in the state dir's journal of runs in progress
   sopt.keep_notice = [&] {
     ask_scheduler();
     auto provisional = provisional_report(
-        rep, scheduler_line,
+        rep, scheduler_lines,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count());
-    if (!provisional || !util::write_file_atomic(rep.run_dir + "/report.json",
-                                                 report::to_json(*provisional).dump(2) + "\n", 0644,
-                                                 util::Durability::replace_only)) {
+    auto write = [&] {
+      return util::write_file_atomic(rep.run_dir + "/report.json",
+                                     report::to_json(*provisional).dump(2) + "\n", 0644,
+                                     util::Durability::replace_only);
+    };
+    if (!provisional || !write()) {
       return;
     }
     if (notify::should_notify(config, *provisional)) {
       held = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config,
                                k_held_notice_s)
                  .ids;
+      // A sweep that finds this run's wrapper gone replaces the held notice.
+      provisional->held_notices = held;
+      (void)write();
     }
   };
 
@@ -313,7 +320,9 @@ RunEnding run_job(const RunOptions& o) {
     result.events.push_back("could not start the job: " + f->message);
     rep.warnings.push_back(f->message);
   } else {
+    journal = journal_add(config, rep.run_dir);
     flush_outbox_in_background(config, o.config_file);
+    sweep_journal_in_background(config, journal, o.config_file);
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
   }
   auto end = Clock::now();
@@ -357,10 +366,8 @@ RunEnding run_job(const RunOptions& o) {
   if (result.scheduler_ended) {
     // Slurm ended the job and printed why in its own output file, not here: ask it.
     ask_scheduler();
-    if (scheduler_line) {
-      host_ev.scheduler_lines.push_back(*scheduler_line);
-      rep.scheduler_lines.push_back(*scheduler_line);
-    }
+    host_ev.scheduler_lines = scheduler_lines;
+    rep.scheduler_lines = scheduler_lines;
   }
   rep.cgroup_oom_kills = host_ev.cgroup_oom_kills;
   rep.kernel_log_read = host_ev.kernel_log_read;
@@ -370,6 +377,7 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   rep.verdict = diagnosis.verdict(exit_info, host_ev);
+  note_requeue(*rep.verdict, rep.scheduler_lines);
   if (!diagnosis.error().empty()) {
     rep.warnings.push_back(diagnosis.error());
   }
@@ -403,6 +411,7 @@ RunEnding run_job(const RunOptions& o) {
       report_path = fallback;
     }
   }
+  journal_remove(journal);  // the final report is written (or kept in the state dir)
   if (sink.first_error()) {
     std::fprintf(stderr, "gpualert: WARNING: the log is incomplete: %s (%llu bytes not written)\n",
                  sink.first_error()->c_str(), static_cast<unsigned long long>(sink.lost_bytes()));

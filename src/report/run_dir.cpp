@@ -1,11 +1,13 @@
 #include "report/run_dir.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 #include "util/text.hpp"
 
@@ -87,6 +89,10 @@ util::Result<RunDir> try_base(const std::string& base, const std::string& leaf,
     ::rmdir(rd.path.c_str());
     return err;
   }
+  // Held until the wrapper exits (the descriptor is close-on-exec, so the job does
+  // not inherit it): a sweep that can take it knows the wrapper is gone. Where the
+  // file system has no locks, the header's pid and boot id tell instead.
+  (void)::flock(rd.log_fd.get(), LOCK_EX | LOCK_NB);
   if (auto st = util::write_all(rd.log_fd.get(), header_text); !st) {
     return util::Error{"write " + rd.log_path + ": " + st.error()};
   }
@@ -133,11 +139,110 @@ std::string format_header(const HeaderFacts& h) {
   out += m + "host: " + util::printable_line(h.host) + "\n";
   out += m + "user: " + util::printable_line(h.user) + "\n";
   out += m + "started: " + h.started + "\n";
+  if (h.pid > 0) {
+    out += m + "wrapper: pid=" + std::to_string(h.pid) +
+           (h.boot_id.empty() ? "" : " boot=" + h.boot_id) + "\n";
+  }
   for (const auto& [k, v] : h.env) {
     out += m + "env: " + k + "=" + util::printable_line(v) + "\n";
   }
   out += std::string(k_output_begins) + "\n";
   return out;
+}
+
+std::string current_boot_id() {
+  char buf[64];
+  util::UniqueFd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  std::string id = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) {
+    id.pop_back();
+  }
+  return id;
+}
+
+util::Result<LogFacts> read_log_facts(const std::string& log_path) {
+  util::UniqueFd fd(::open(log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
+    return util::errno_error("open " + log_path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return util::Error{log_path + ": not a regular file"};
+  }
+  LogFacts f;
+  f.size = static_cast<uint64_t>(st.st_size);
+  auto read_at = [&](off_t from, size_t len) {
+    std::string text(len, '\0');
+    ssize_t n = ::pread(fd.get(), text.data(), len, from);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return text;
+  };
+  auto lines_of = [](const std::string& text, auto&& on_line) {
+    for (size_t pos = 0; pos < text.size();) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) {
+        break;  // a line cut by the read's end is not taken
+      }
+      on_line(std::string_view(text).substr(pos, end - pos));
+      pos = end + 1;
+    }
+  };
+  auto value = [](std::string_view line, std::string_view key) -> std::optional<std::string> {
+    std::string prefix = std::string(k_marker) + std::string(key) + ": ";
+    if (line.substr(0, prefix.size()) == prefix) {
+      return std::string(line.substr(prefix.size()));
+    }
+    return std::nullopt;
+  };
+  bool in_header = true;
+  lines_of(read_at(0, 64u << 10), [&](std::string_view line) {
+    if (!in_header) {
+      return;
+    }
+    if (line == k_output_begins) {
+      f.header_complete = true;
+      in_header = false;
+    } else if (auto v = value(line, "name")) {
+      f.header.name = *v;
+    } else if (auto v = value(line, "command")) {
+      f.command = *v;
+    } else if (auto v = value(line, "cwd")) {
+      f.header.cwd = *v;
+    } else if (auto v = value(line, "host")) {
+      f.header.host = *v;
+    } else if (auto v = value(line, "user")) {
+      f.header.user = *v;
+    } else if (auto v = value(line, "started")) {
+      f.header.started = *v;
+    } else if (auto v = value(line, "env")) {
+      if (auto eq = v->find('='); eq != std::string::npos) {
+        f.header.env[v->substr(0, eq)] = v->substr(eq + 1);
+      }
+    } else if (auto v = value(line, "wrapper")) {
+      std::string_view w(*v);
+      if (w.substr(0, 4) == "pid=") {
+        f.header.pid = std::strtol(std::string(w.substr(4)).c_str(), nullptr, 10);
+      }
+      if (auto b = w.find(" boot="); b != std::string_view::npos) {
+        f.header.boot_id = std::string(w.substr(b + 6));
+      }
+    }
+  });
+  // The footer: the wrapper's last lines, after "job output ends".
+  constexpr size_t k_tail = 16u << 10;
+  off_t from = f.size > k_tail ? static_cast<off_t>(f.size - k_tail) : 0;
+  std::string tail = read_at(from, k_tail);
+  if (size_t at = tail.rfind(std::string(k_output_ends) + "\n"); at != std::string::npos) {
+    lines_of(tail.substr(at), [&](std::string_view line) {
+      if (auto v = value(line, "ended")) {
+        f.ended = *v;
+      } else if (auto v = value(line, "status")) {
+        f.status = *v;
+      }
+    });
+  }
+  return f;
 }
 
 util::Result<RunDir> create_run_dir(const RunDirRequest& req, const HeaderFacts& header) {

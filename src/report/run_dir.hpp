@@ -29,12 +29,33 @@ struct HeaderFacts {
   std::vector<std::string> argv;
   std::string cwd, host, user, started;
   std::map<std::string, std::string> env;  // GPU/scheduler-relevant variables
+  // Who keeps the run: the wrapper's pid and the host's boot id, so that a later
+  // `gpualert sweep` can tell a run whose wrapper is gone (killed with the job, the
+  // node rebooted) from one still going.
+  long pid = 0;
+  std::string boot_id;
 };
+
+// What a run's output.log says of itself: its header and, if the wrapper got that
+// far, its footer. Read by `gpualert sweep` for runs whose wrapper is gone.
+struct LogFacts {
+  HeaderFacts header;
+  std::string command;       // the header's command line, shell-quoted
+  bool header_complete = false;  // the "job output begins" line was written
+  std::optional<std::string> ended, status;  // footer lines: "ended: ...", "status: ..."
+  uint64_t size = 0;
+};
+util::Result<LogFacts> read_log_facts(const std::string& log_path);
+
+// The host's boot id (/proc/sys/kernel/random/boot_id), or "".
+std::string current_boot_id();
 
 struct RunDir {
   std::string path;       // absolute
   std::string log_path;   // path/output.log
-  util::UniqueFd log_fd;  // open for writing, positioned after the header
+  // Open for writing, positioned after the header, and holding an exclusive flock:
+  // while it is open the run is in progress (see `gpualert sweep`).
+  util::UniqueFd log_fd;
   uint64_t header_bytes = 0;
   uint64_t header_lines = 0;  // '\n' in the header
   std::optional<std::string> fallback_reason;

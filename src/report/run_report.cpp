@@ -49,7 +49,14 @@ json to_json(const RunReport& r) {
       {"sources", r.sources},
       {"kernel_log_read", r.kernel_log_read},
       {"warnings", r.warnings},
+      {"state", r.state},
   };
+  if (r.reconstructed) {
+    j["reconstructed"] = *r.reconstructed;
+  }
+  if (!r.held_notices.empty()) {
+    j["held_notices"] = r.held_notices;
+  }
   // Only when the counter could be read, so that `gpualert classify` on the run
   // directory sees the host facts the run saw.
   if (!r.scheduler_lines.empty()) {
@@ -108,6 +115,19 @@ util::Result<RunReport> from_json(const json& j) {
       r.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
     }
     get_if(j, "warnings", r.warnings);
+    get_if(j, "state", r.state);
+    if (j.contains("reconstructed") && j["reconstructed"].is_string()) {
+      r.reconstructed = j["reconstructed"].get<std::string>();
+    }
+    get_if(j, "held_notices", r.held_notices);
+    // Reports written before "state" existed said "provisional:" in a warning.
+    if (!j.contains("state")) {
+      for (const auto& w : r.warnings) {
+        if (w.rfind("provisional:", 0) == 0) {
+          r.state = "provisional";
+        }
+      }
+    }
     if (j.contains("label") && j["label"].is_string()) {
       classify::Verdict v;
       get_if(j, "label", v.label);

@@ -37,6 +37,12 @@ struct RunReport {
   std::vector<std::string> scheduler_lines;    // what the scheduler said of a job it ended
   std::optional<classify::Verdict> verdict;    // absent until a classifier decided
   std::vector<std::string> warnings;           // things the wrapper wants the reader to know
+  // "final" (the wrapper saw the job end), "provisional" (written while Slurm was
+  // ending the job, in case its SIGKILL ended the wrapper too) or "reconstructed"
+  // (by `gpualert sweep`, from what a run whose wrapper was gone left behind).
+  std::string state = "final";
+  std::optional<std::string> reconstructed;  // why the wrapper did not write it itself
+  std::vector<std::string> held_notices;     // outbox entries a provisional report holds back
 };
 
 nlohmann::json to_json(const RunReport& r);
