@@ -46,6 +46,14 @@ bool is_relevant(std::string_view key) {
       return true;
     }
   }
+  // Where the run's notice goes, for `gpualert sweep` when the wrapper could not send
+  // it (an epilog or cron line has none of the user's settings). Not the password
+  // file's path, and an SMTP URL only without credentials in it.
+  if (key == "GPUALERT_TO" || key == "GPUALERT_FROM" || key == "GPUALERT_SMTP_URL" ||
+      key == "GPUALERT_SMTP_USER" || key == "GPUALERT_STATE_DIR" || key == "GPUALERT_CONFIG" ||
+      key == "GPUALERT_NOTIFY_TIMEOUT" || key == "GPUALERT_WEBHOOK_FORMAT") {
+    return true;
+  }
   return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_RESTART_COUNT" || key == "SLURM_NODELIST" ||
          key == "SLURM_NTASKS" || key == "SLURM_CLUSTER_NAME";
 }
@@ -121,7 +129,8 @@ std::map<std::string, std::string> relevant_environment(char** envp) {
       continue;
     }
     auto key = kv.substr(0, eq);
-    if (is_relevant(key) && !looks_secret(key)) {
+    if (is_relevant(key) && !looks_secret(key) &&
+        !(key == "GPUALERT_SMTP_URL" && kv.find('@', eq) != std::string_view::npos)) {
       out.emplace(std::string(key), util::printable_line(kv.substr(eq + 1)));
     }
   }

@@ -105,9 +105,10 @@ class SlurmNode:
         with open(os.path.join(mdir, "munged.pid")) as f:
             self._munged = int(f.read())
         mem = 0
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) // 1024
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) // 1024
         cport = free_port(16817)
         dport = free_port(cport + 1)
         base = self.base
