@@ -20,9 +20,9 @@ MAN_PAGES = ["man1/gpualert.1", "man1/gpualert-run.1", "man5/gpualert.toml.5",
              "man5/gpualert-rules.5"]
 
 
-def code_blocks(markdown_path):
+def code_blocks(markdown_path, lang=""):
     with open(markdown_path, encoding="utf-8") as f:
-        return re.findall(r"^```\n(.*?)^```$", f.read(), flags=re.S | re.M)
+        return re.findall(r"^```" + lang + r"\n(.*?)^```$", f.read(), flags=re.S | re.M)
 
 
 class InstallTest(unittest.TestCase):
@@ -111,6 +111,23 @@ class InstallTest(unittest.TestCase):
                             "true"], capture_output=True, text=True, env=self.env,
                            cwd=self.work, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.listdir(os.path.join(self.work, "l")))
+
+    def test_config_example_of_the_readme_is_valid(self):
+        (example,) = code_blocks(os.path.join(SOURCE_DIR, "README.md"), "toml")
+        rules = os.path.join(self.work, "site-rules.toml")
+        with open(rules, "w") as f:
+            f.write("version = 1\n")
+        path = os.path.join(self.work, "config.toml")
+        with open(path, "w") as f:
+            f.write(example.replace("/scratch/me/gpualert-logs", os.path.join(self.work, "l"))
+                    .replace("/etc/gpualert/site-rules.toml", rules))
+        # --notify never: the example's relay is not to be contacted from a test.
+        p = subprocess.run([self.gpualert, "run", "--config", path, "--notify", "never", "--",
+                            "sh", "-c", "exit 4"],
+                           capture_output=True, text=True, env=self.env, cwd=self.work,
+                           timeout=60)
+        self.assertEqual(p.returncode, 4, p.stderr)
         self.assertTrue(os.listdir(os.path.join(self.work, "l")))
 
 
