@@ -1,24 +1,38 @@
-# GPUAlert build interface (spec/cli.md). Each target installs what it needs first.
+# GPUAlert build interface (docs/spec/cli.md). Each target installs what it needs first.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all deps build run test bench corpus fuzz clean
+.PHONY: all deps configure build run install test bench corpus fuzz expected-verdicts clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh build
 
-$(BUILD)/build.ninja:
+# Run every time (quick when nothing changed): packages installed since the last run
+# (GoogleTest for `make test`, pandoc for `make install`) are then found.
+configure:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-build: deps $(BUILD)/build.ninja
+build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	@scripts/install-deps.sh test
+# The demo needs the two programs only, not the tests.
+run:
+	@scripts/install-deps.sh run
+	@$(MAKE) --no-print-directory configure
+	cmake --build $(BUILD) -j $(JOBS) --target gpualert gpualert-notify
 	@scripts/demo.sh $(BUILD)/gpualert
+
+# Both programs (side by side in $(PREFIX)/bin) and the man pages; DESTDIR is honoured.
+install:
+	@scripts/install-deps.sh install
+	@$(MAKE) --no-print-directory configure
+	cmake --build $(BUILD) -j $(JOBS) --target gpualert gpualert-notify man
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 test:
 	@scripts/install-deps.sh test
@@ -37,6 +51,13 @@ bench: build
 corpus: build
 	@scripts/install-deps.sh corpus
 	@corpus/make-corpus.sh $(BUILD)/gpualert
+
+# After a deliberate change of verdicts: rewrite corpus/expected-verdicts.tsv, then
+# review and commit it with the change (see docs/evaluation.md).
+expected-verdicts:
+	@$(MAKE) --no-print-directory configure
+	cmake --build $(BUILD) -j $(JOBS) --target gpualert gpualert-notify
+	@scripts/expected-verdicts.py --update $(BUILD)/gpualert
 
 clean:
 	rm -rf $(BUILD)

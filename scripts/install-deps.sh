@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages that building, testing, the demo and the corpus need.
+# Installs the Debian 12 packages that building, the demo, installing, testing and the
+# corpus need: `install-deps.sh build|run|install|test|corpus` (run and install are the
+# build's packages plus what the demo or the man pages need; test adds the test tools).
 # Idempotent and quick when everything is present: it asks apt only for what is missing.
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config make
   libcurl4-openssl-dev libre2-dev libhyperscan-dev libtomlplusplus-dev libcli11-dev
-  nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
-test_pkgs=(python3-aiosmtpd openssl util-linux procps clang libclang-rt-14-dev slurm-wlm munge)
+  nlohmann-json3-dev zlib1g-dev)
+run_pkgs=(python3)
+install_pkgs=(pandoc)
+test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-aiosmtpd pandoc
+  openssl util-linux procps clang libclang-rt-14-dev slurm-wlm munge)
 corpus_pkgs=(python3-torch)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
+  run) want+=("${run_pkgs[@]}") ;;
+  install) want+=("${install_pkgs[@]}") ;;
   test) want+=("${test_pkgs[@]}") ;;
   corpus) want+=("${test_pkgs[@]}" "${corpus_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|corpus]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|run|install|test|corpus]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -23,8 +23,8 @@ std::string held_until(const notify::EntryMeta& m) {
   return "held until " + util::iso8601_local(static_cast<std::time_t>(m.not_before));
 }
 
-// One line per entry: id, channel, recipients, attempts, subject, last failure or hold
-// (tab-separated).
+// One line per entry, under a header: id, channel, recipients, attempts, subject, last
+// failure or hold (tab-separated).
 void print_entry(const notify::EntryMeta& m) {
   std::string to;
   for (const auto& t : m.to) {
@@ -71,6 +71,9 @@ int cmd_outbox(int argc, char** argv) {
     return 1;
   }
   if (action == "list") {
+    if (!entries->empty()) {  // an empty outbox prints nothing, for scripts
+      std::printf("id\tchannel\tto\tattempts\tsubject\tlast error or hold\n");
+    }
     for (const auto& m : *entries) {
       print_entry(m);
     }

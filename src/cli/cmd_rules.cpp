@@ -103,6 +103,11 @@ int cmd_rules(int argc, char** argv) {
   patterns->group("");
   patterns->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
   patterns->add_flag("--ere", ere, "as GNU grep -E patterns");
+  if (argc < 2) {  // no subcommand: a usage error that shows which there are
+    use_help_formatter(app);
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+  }
   if (auto done = parse_args(app, argc, argv, "rules")) {
     return *done;
   }

@@ -1,10 +1,11 @@
-// cli/cmd_run.cpp: `gpualert run [OPTIONS] -- COMMAND [ARG...]`: options, then run_job().
+// cli/cmd_run.cpp: `gpualert run [OPTIONS] -- COMMAND [ARGS...]`: options, then run_job().
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/parse_args.hpp"
@@ -61,14 +62,20 @@ Examples:
 
 int cmd_run(int argc, char** argv) {
   CLI::App app(k_run_help, "gpualert run");
-  app.get_formatter()->column_width(28);
+  // The command after "--" is split off before CLI11 parses, so the usage line is ours.
+  auto formatter = std::make_shared<HelpFormatter>("gpualert run [OPTIONS] -- COMMAND [ARGS...]");
+  formatter->column_width(30);
+  app.formatter(formatter);
   RunOptions o;
   std::string timeout, kill_after = "30s", budget, notify_timeout;
   app.add_option("--name", o.name, "job name shown in reports (default: the command's basename)");
   app.add_option("--log-dir", o.log_dir,
-                 "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)");
-  app.add_option("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)");
-  app.add_option("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)");
+                 "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)")
+      ->option_text("DIR");
+  app.add_option("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)")
+      ->option_text("ADDR ...");
+  app.add_option("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)")
+      ->option_text("GLOB ...");
   app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
       ->check(size_validator());
   app.add_option("--notify", o.notify_when, "always | failure | never (default always)")
@@ -79,21 +86,24 @@ int cmd_run(int argc, char** argv) {
   app.add_option("--kill-after", kill_after,
                  "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
       ->check(duration_validator());
-  app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)");
+  app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)")
+      ->option_text("FILE");
   app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
   app.add_option(
          "--notify-timeout", notify_timeout,
          "most that delivering may take before the message stays in the outbox (default 60s)")
       ->check(duration_validator());
   app.add_option("--config", o.config_file,
-                 "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)");
+                 "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)")
+      ->option_text("FILE");
   bool no_line_buffer = false;
   app.add_flag("--no-line-buffer", no_line_buffer,
                "don't ask the job's runtimes for line-buffered stdout (PYTHONUNBUFFERED, stdbuf)");
   app.footer(
-      "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL, "
-      "GPUALERT_SMTP_USER,\n"
-      "GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_STATE_DIR, GPUALERT_CONFIG, GPUALERT_NOTIFY_TIMEOUT.\n"
+      "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL,\n"
+      "GPUALERT_SMTP_USER, GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_SMTP_CA_FILE,\n"
+      "GPUALERT_WEBHOOK_URL, GPUALERT_WEBHOOK_FORMAT, GPUALERT_STATE_DIR, GPUALERT_CONFIG,\n"
+      "GPUALERT_NOTIFY_TIMEOUT (see gpualert.toml(5)).\n"
       "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
   // Everything after the first "--" is the command, untouched (it may hold
   // options of its own, or another "--"); without "--", the first word that is
@@ -124,13 +134,13 @@ int cmd_run(int argc, char** argv) {
 
   if (auto done = parse_args(
           app, split, argv, "run",
-          "usage: gpualert run [OPTIONS] -- COMMAND [ARG...]  (see gpualert run --help)")) {
+          "usage: gpualert run [OPTIONS] -- COMMAND [ARGS...]  (see gpualert run --help)")) {
     return *done;
   }
   if (o.command.empty() || o.command[0].empty()) {
     std::fprintf(stderr,
                  "gpualert: error: run: no command given (usage: gpualert run [OPTIONS] -- COMMAND "
-                 "[ARG...])\n");
+                 "[ARGS...])\n");
     return 2;
   }
   if (!timeout.empty()) {

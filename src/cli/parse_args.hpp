@@ -5,7 +5,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,10 +34,76 @@ inline CLI::Validator size_validator() {
       "SIZE");
 }
 
+// Help as people write it: an option's value is named after the option (--log-dir
+// LOG_DIR), its syntax (--timeout DURATION) or its choices (--notify
+// always|failure|never), never with CLI11's type hints (TEXT:{always,failure,never}).
+// `usage`, when given, replaces the generated usage line.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  explicit HelpFormatter(std::string usage = {}) : usage_(std::move(usage)) {}
+
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    return usage_.empty() ? CLI::Formatter::make_usage(app, name) : "Usage: " + usage_ + "\n";
+  }
+
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty()) {
+      return " " + opt->get_option_text();
+    }
+    if (opt->get_type_size() == 0 || opt->get_type_name().empty()) {
+      return "";  // a flag
+    }
+    std::string out;
+    if (!opt->get_positional()) {
+      out = " " + value_name(opt);
+    }
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) {
+      out += " ...";
+    }
+    return out;
+  }
+
+ private:
+  static std::string value_name(const CLI::Option* opt) {
+    // CLI11 writes the base type, then each validator's description: "TEXT:DURATION".
+    std::string type = opt->get_type_name();
+    if (auto colon = type.rfind(':'); colon != std::string::npos) {
+      std::string named = type.substr(colon + 1);
+      if (named.size() > 2 && named.front() == '{' && named.back() == '}') {
+        named = named.substr(1, named.size() - 2);
+        for (auto& c : named) {
+          c = c == ',' ? '|' : c;
+        }
+      }
+      return named;
+    }
+    std::string name = opt->get_lnames().empty() ? opt->get_name() : opt->get_lnames().front();
+    for (auto& c : name) {
+      c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return name;
+  }
+
+  std::string usage_;
+};
+
+// Gives app and its subcommands the HelpFormatter, unless the command chose its own.
+inline void use_help_formatter(CLI::App& app) {
+  if (dynamic_cast<HelpFormatter*>(app.get_formatter().get()) == nullptr) {
+    auto f = std::make_shared<HelpFormatter>();
+    f->column_width(app.get_formatter()->get_column_width());
+    app.formatter(f);
+  }
+  for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    use_help_formatter(*sub);
+  }
+}
+
 // Returns the exit status when parsing ended the command (help or usage error),
 // nullopt when the command should go on.
 inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv, const char* name,
                                      const char* usage_hint = nullptr) {
+  use_help_formatter(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
