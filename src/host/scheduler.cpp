@@ -129,64 +129,78 @@ std::optional<std::string> query_slurm_job_state(const std::string& job_id,
   return job ? std::optional<std::string>(job->line) : std::nullopt;
 }
 
-std::optional<std::string> slurmstepd_banner(const std::string& path, std::string_view job_id) {
+std::vector<std::string> slurmstepd_lines(const std::string& path, std::string_view job_id) {
+  std::vector<std::string> found;
   if (path.empty() || job_id.empty()) {
-    return std::nullopt;
+    return found;
   }
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return std::nullopt;
+    return found;
   }
   constexpr off_t k_tail = 256 << 10;
   off_t from = st.st_size > k_tail ? st.st_size - k_tail : 0;
   std::string text(static_cast<size_t>(st.st_size - from), '\0');
   ssize_t n = ::pread(fd.get(), text.data(), text.size(), from);
   if (n <= 0) {
-    return std::nullopt;
+    return found;
   }
   text.resize(static_cast<size_t>(n));
-  // "*** JOB 7 ON n1 CANCELLED AT ..." or "*** STEP 7.0 ON n1 CANCELLED AT ...".
-  std::optional<std::string> last;
-  const std::string job = "*** JOB " + std::string(job_id) + " ON ";
-  const std::string step = "*** STEP " + std::string(job_id) + ".";
+  // "*** JOB 7 ON n1 CANCELLED AT ...", "*** STEP 7.0 ON n1 ...", "Job 7 exceeded memory
+  // limit (...), being killed", "Detected 1 oom_kill event in StepId=7.batch".
+  const std::string id(job_id);
+  const std::string marks[] = {"JOB " + id + " ", "STEP " + id + ".", "Job " + id + " ",
+                               "StepId=" + id + "."};
   for (size_t pos = 0; pos < text.size();) {
     size_t end = text.find('\n', pos);
     if (end == std::string::npos) {
       end = text.size();
     }
     std::string_view line(text.data() + pos, end - pos);
-    size_t at = line.find(job);
-    if (at == std::string_view::npos) {
-      at = line.find(step);
-    }
-    if (at != std::string_view::npos && line.find(" AT ", at) != std::string_view::npos &&
-        line.size() < 512) {
-      size_t from_pos = line.rfind("slurmstepd", at);
-      std::string_view banner = line.substr(from_pos == std::string_view::npos ? at : from_pos);
-      while (!banner.empty() && (banner.back() == '\r' || banner.back() == ' ')) {
-        banner.remove_suffix(1);
-      }
-      last = std::string(banner);
-    }
     pos = end + 1;
+    size_t stepd = line.find("slurmstepd");
+    if (stepd == std::string_view::npos || line.size() > 512) {
+      continue;
+    }
+    for (const auto& mark : marks) {
+      if (line.find(mark, stepd) != std::string_view::npos) {
+        line = line.substr(stepd);
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
+          line.remove_suffix(1);
+        }
+        found.emplace_back(line);
+        break;
+      }
+    }
   }
-  return last;
+  if (found.size() > 4) {
+    found.erase(found.begin(), found.end() - 4);  // the last ones tell the end
+  }
+  return found;
+}
+
+std::optional<std::string> slurmstepd_banner(const std::string& path, std::string_view job_id) {
+  auto lines = slurmstepd_lines(path, job_id);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->find("*** ") != std::string::npos) {
+      return *it;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_at_start,
                                         const std::string& own_stderr) {
   std::vector<std::string> lines = {job.line};
-  auto banner = slurmstepd_banner(job.std_err, job.id);
-  if (!banner && job.std_out != job.std_err) {
-    banner = slurmstepd_banner(job.std_out, job.id);
+  auto said = slurmstepd_lines(job.std_err, job.id);
+  if (said.empty() && job.std_out != job.std_err) {
+    said = slurmstepd_lines(job.std_out, job.id);
   }
-  if (!banner) {
-    banner = slurmstepd_banner(own_stderr, job.id);
+  if (said.empty()) {
+    said = slurmstepd_lines(own_stderr, job.id);
   }
-  if (banner) {
-    lines.push_back(*banner);
-  }
+  lines.insert(lines.end(), said.begin(), said.end());
   if (job.restarts > restart_count_at_start) {
     lines.push_back("scontrol: job " + job.id + " was requeued (Restarts=" +
                     std::to_string(job.restarts) + "): this was run " +

@@ -49,9 +49,12 @@ std::optional<std::string> query_slurm_job_state(const std::string& job_id,
 // Slurm's own word on why it ended the job, which only that file holds. Reads at
 // most the file's last 256 KiB.
 std::optional<std::string> slurmstepd_banner(const std::string& path, std::string_view job_id);
+// Every line slurmstepd wrote about this job into that file (its banner, a memory
+// limit that was exceeded, OOM kills it detected), the last four at most.
+std::vector<std::string> slurmstepd_lines(const std::string& path, std::string_view job_id);
 
-// The scheduler's evidence about a job it ended: the state line, Slurm's banner from
-// the job's output file (its own `std_err`, else `own_stderr`, the wrapper's stderr
+// The scheduler's evidence about a job it ended: the state line, slurmstepd's lines
+// from the job's output file (its own `std_err`, else `own_stderr`, the wrapper's stderr
 // when that is a file), and, when the job was requeued since this run started
 // (Restarts above `restart_count_at_start`, SLURM_RESTART_COUNT), a line saying so.
 std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_at_start,

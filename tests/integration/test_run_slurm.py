@@ -361,13 +361,24 @@ class SlurmCases:
         entries = self.outbox_entries()
         self.assertEqual(len(entries), 1, entries)
         self.assertEqual(entries[0]["run_dir"], run_dir)
-        self.assertGreater(entries[0]["not_before"], time.time() + 60)  # held, then sent
-        # A flush now leaves it alone and says so; it is not a failed delivery.
-        flush = subprocess.run([BIN, "outbox", "flush"], capture_output=True, text=True,
-                               env=self.env, timeout=60)
-        self.assertEqual(flush.returncode, 0, flush.stderr)
-        self.assertRegex(flush.stdout, r"^held\t\S+\theld until ")
-        self.assertEqual(len(self.outbox_entries()), 1)
+        self.assertGreater(entries[0]["not_before"], time.time() + 60)  # held back
+        # The wrapper is gone: a sweep (an epilog, the next flush) reports the run at
+        # once, from the log it left and Slurm's word, and its notice replaces the held one.
+        sweep = subprocess.run([BIN, "sweep", "--no-flush", self.logs], capture_output=True,
+                               text=True, env=dict(self.env, SLURM_CONF=self.node.conf), timeout=60)
+        self.assertEqual(sweep.returncode, 0, sweep.stderr)
+        self.assertRegex(sweep.stdout, r"^reconstructed\t" + re.escape(run_dir) + r"\tcancelled")
+        report = self.report(run_dir)
+        self.assertEqual(report["state"], "reconstructed", report)
+        self.assertEqual(report["label"], "cancelled")
+        self.assertEqual(report["signal"], "SIGKILL")  # Slurm's ExitCode 0:9
+        entries = self.outbox_entries()
+        self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(entries[0]["not_before"], 0)
+        # A second sweep finds nothing more to do.
+        again = subprocess.run([BIN, "sweep", "--no-flush", self.logs], capture_output=True,
+                               text=True, env=dict(self.env, SLURM_CONF=self.node.conf), timeout=60)
+        self.assertEqual(again.stdout, "")
 
     def test_a_job_that_stops_in_time_withdraws_the_held_notice(self):
         # The job takes 3 s to stop (under KillWait): gpualert writes the provisional report

@@ -38,12 +38,12 @@ class MemoryLimit:
 
     def test_d_mem_limit_is_host_oom(self):
         base = tempfile.mkdtemp(prefix="gpualert-slurm-mem-")
+        os.chmod(base, 0o755)  # munged runs as its own user
         node = SlurmNode(os.path.join(base, "slurm"), self.TRACKING)
         node.start()
         try:
             d = os.path.join(base, "d")
             os.makedirs(d)
-            os.chmod(base, 0o755)
             job = write_script(d, "grow.py", GROW)
             script = write_script(d, "job.sh", "#!/bin/bash\n#SBATCH --mem=200M\n"
                                   "unset PYTHONUNBUFFERED\n"
