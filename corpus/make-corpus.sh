@@ -21,7 +21,7 @@ fi
 
 all_gens=(gen_host_oom.py gen_shm.py gen_disk_full.py gen_native_crash.py gen_numerical.py
           gen_cuda_setup.py gen_script_error.py gen_success.py gen_unknown.py gen_cancelled.py
-          gen_distributed.py gen_slurm.py gen_wrapper.py)
+          gen_distributed.py gen_slurm.py gen_slurm_endings.py gen_wrapper.py)
 if [ $# -gt 0 ]; then
   gens=()
   for g in "$@"; do
