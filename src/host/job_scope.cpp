@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "util/fd.hpp"
 #include "util/text.hpp"
@@ -137,7 +138,7 @@ std::optional<std::string> pci_bus_id(std::string_view text) {
 // ---------------------------------------------------------------- process tree
 
 ProcessTree::ProcessTree(pid_t root, std::string proc) : m_root(root), m_proc(std::move(proc)) {
-  m_seen.insert(root);
+  m_seen[root] = 0;  // its start time comes with the first scan
 }
 
 void ProcessTree::refresh() {
@@ -183,10 +184,12 @@ void ProcessTree::refresh() {
   }
   for (const auto& e : all) {
     if (members.count(e.pid)) {
-      m_seen.insert(e.pid);
-    } else if (e.pid != m_root) {
-      // A pid seen before that now belongs to a process outside the job was reused.
+      m_seen[e.pid] = e.st.start;
+      m_outside.erase(e.pid);
+    } else {
+      // A pid seen before that a process outside the job has now was reused.
       m_seen.erase(e.pid);
+      m_outside[e.pid] = e.st.start;
     }
   }
 }
@@ -195,11 +198,20 @@ bool ProcessTree::contains(pid_t pid) {
   if (pid <= 0) {
     return false;
   }
-  if (!seen(pid)) {
-    refresh();
-  } else if (pid != m_root && ::access((m_proc + "/" + std::to_string(pid)).c_str(), F_OK) == 0) {
-    refresh();  // alive: still ours, or the pid was reused by another process since
+  // Known from a scan, and still the same process (or gone): no scan needed, so that
+  // many records about one process (a neighbour's stream of Xids) cost one scan.
+  const auto now = read_stat(m_proc, pid);
+  auto known = [&](const std::unordered_map<pid_t, uint64_t>& m) {
+    auto it = m.find(pid);
+    return it != m.end() && (!now || it->second == 0 || it->second == now->start);
+  };
+  if (known(m_seen)) {
+    return true;
   }
+  if (known(m_outside)) {
+    return false;
+  }
+  refresh();
   if (seen(pid)) {
     return true;
   }

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace host {
 
@@ -23,7 +23,7 @@ class ProcessTree {
  public:
   explicit ProcessTree(pid_t root, std::string proc = "/proc");
   // Whether pid (a process or one of its threads) is or was one of the job's. A pid
-  // not seen yet, or alive, costs one scan of /proc.
+  // not seen in a scan yet, or since reused, costs one scan of /proc.
   bool contains(pid_t pid);
   // Scans /proc for the job's processes now (before a process the kernel is about
   // to kill can be reaped).
@@ -34,7 +34,9 @@ class ProcessTree {
   bool seen(pid_t pid) const { return m_seen.count(pid) > 0; }
   pid_t m_root;
   std::string m_proc;
-  std::unordered_set<pid_t> m_seen;
+  // pid -> start time (clock ticks after boot; 0: not scanned yet), which tells a
+  // reused pid from the process seen.
+  std::unordered_map<pid_t, uint64_t> m_seen, m_outside;
 };
 
 // Which GPUs and memory cgroup are the job's.
