@@ -125,8 +125,9 @@ void KernelRecordFilter::add(std::string_view text, const std::string& line) {
       contains(text, "memory: usage") || contains(text, " killed as a result of limit of ")) {
     if (starts_report) {
       close_report();
-      if (!m_scope.memcg && m_tree) {
-        // Who is the job's, before the process about to be killed can be reaped.
+      if (m_tree) {
+        // Who is the job's, before the process about to be killed can be reaped (the
+        // pid decides where the report names no cgroup or the job's can't be compared).
         m_tree->refresh();
       }
     }
