@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from harness import PY, BIN, RunTestCase, write_script, wait_for
+from harness import BIN, PY, RunTestCase, wait_for, write_script
 from test_run_memcg import GROW, memory_cgroup_for_test
 
 JOB = """
@@ -73,6 +73,7 @@ class NeighbourOom(RunTestCase):
                     out.write(str(os.getpid()))
             return f
 
+        wrapper = None
         try:
             cmd = [BIN, "run", "--log-dir", self.logs, "--notify", "never", "--", PY, job, ready, go]
             wrapper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -85,6 +86,9 @@ class NeighbourOom(RunTestCase):
             out, err = wrapper.communicate(timeout=60)
             neighbour_kills = oom_kills(neighbour_cg)
         finally:
+            if wrapper is not None and wrapper.poll() is None:  # a failed step above
+                wrapper.kill()
+                wrapper.communicate()
             remove_cgroup(job_cg)
             remove_cgroup(neighbour_cg)
         # The neighbour really was OOM-killed, during the run.
