@@ -103,7 +103,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
       return false;
     }
     if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout) ||
-        (rule.host_unread && !host_unread)) {
+        (rule.host_unread && !host_unread) || (rule.host_read && host_unread)) {
       return false;
     }
     if (rule.at_end && (facts_only || h.last != log_end)) {

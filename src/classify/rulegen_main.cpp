@@ -90,6 +90,7 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
   flag("cgroup_oom", r.cgroup_oom);
   flag("wrapper_timeout", r.wrapper_timeout);
   flag("host_unread", r.host_unread);
+  flag("host_read", r.host_read);
   flag("at_end", r.at_end);
   flag("fails_zero_exit", r.fails_zero_exit);
   list("needs", r.needs);

@@ -171,6 +171,8 @@ class Loader {
         read_bool(value, what, rule.wrapper_timeout);
       } else if (key == "host_unread") {
         read_bool(value, what, rule.host_unread);
+      } else if (key == "host_read") {
+        read_bool(value, what, rule.host_read);
       } else if (key == "at_end") {
         read_bool(value, what, rule.at_end);
       } else if (key == "fails_zero_exit") {
@@ -228,7 +230,10 @@ class Loader {
       error(where, name + "unknown label '" + rule.label + "' (see spec/taxonomy.md)");
     }
     bool has_condition = !rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
-                         rule.wrapper_timeout || rule.host_unread;
+                         rule.wrapper_timeout || rule.host_unread || rule.host_read;
+    if (rule.host_read && rule.host_unread) {
+      error(where, name + "host_read and host_unread exclude each other");
+    }
     if (rule.patterns.empty() && !has_condition && !rule.is_marker) {
       error(where, name + "needs patterns or an exit/host condition");
     }

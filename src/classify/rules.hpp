@@ -56,6 +56,7 @@ struct Rule {
   bool cgroup_oom = false;          // the job's memory cgroup saw an oom_kill
   bool wrapper_timeout = false;     // gpualert's --timeout stopped the job
   bool host_unread = false;         // neither kernel log nor memory cgroup could be read
+  bool host_read = false;           // the kernel log or the memory cgroup could be read
   bool at_end = false;              // the last evidence line is the last line of the job's output
   std::vector<std::string> needs;   // at least one of these rules/markers matched
   std::vector<std::string> unless;  // none of these matched

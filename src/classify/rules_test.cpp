@@ -144,7 +144,7 @@ TEST(RuleTable, ConditionOnlyRulesHaveConditions) {
   for (const Rule& rule : default_rules().rules()) {
     if (rule.patterns.empty() && !rule.is_marker) {
       EXPECT_TRUE(!rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
-                  rule.wrapper_timeout)
+                  rule.wrapper_timeout || rule.host_unread || rule.host_read)
           << rule.id;
     }
   }
@@ -193,6 +193,20 @@ TEST(RuleLoading, UnknownKeyAndDuplicateId) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("unknown rule key 'paterns'"), std::string::npos) << r.error();
   EXPECT_NE(r.error().find("f.toml:6: duplicate id 'a'"), std::string::npos) << r.error();
+}
+
+TEST(RuleLoading, HostReadAndHostUnreadExcludeEachOther) {
+  auto ok = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"unknown\"\nhost_read = true\nsignals = [\"SIGKILL\"]\n",
+      "f.toml");
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  auto both = RuleSet::load_string(
+      "[[rule]]\nid = \"a\"\nlabel = \"unknown\"\nhost_read = true\nhost_unread = true\n",
+      "f.toml");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().find("f.toml:1: rule 'a': host_read and host_unread exclude each other"),
+            std::string::npos)
+      << both.error();
 }
 
 TEST(RuleLoading, FailsZeroExitIsForMarkers) {

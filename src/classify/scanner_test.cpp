@@ -506,6 +506,49 @@ TEST(Status, SigkillWithoutACauseDependsOnWhatCouldBeRead) {
             "comm_timeout");
 }
 
+TEST(Status, ALoaderWorkerKilledIsJudgedAsABareSigkill) {
+  // The loader says its worker died of SIGKILL, not who sent it: the same host facts
+  // decide as for the job's own SIGKILL (issue: read host_oom with the kernel log read
+  // and the cgroup counter at 0).
+  const std::string log = std::string(k_training) +
+                          "Traceback (most recent call last):\n"
+                          "  File \"queue.py\", line 180, in get\n"
+                          "_queue.Empty\n"
+                          "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n"
+                          "The above exception was the direct cause of the following exception:\n"
+                          "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n";
+  // Nothing on the host could be asked: the OOM killer is the likeliest sender.
+  auto v = classify_text(log, exit_code(1));
+  EXPECT_EQ(v.label, "host_oom");
+  EXPECT_EQ(v.rule, "loader-worker-killed-likely-oom");
+  EXPECT_NE(v.action.find("nothing here could confirm"), std::string::npos);
+  // The kernel log was read, or the job's cgroup counter, and neither shows an OOM kill.
+  HostEvidence read;
+  read.kernel_log_read = true;
+  HostEvidence counted;
+  counted.cgroup_oom_kills = 0;
+  for (const HostEvidence& host : {read, counted}) {
+    v = classify_text(log, exit_code(1), host);
+    EXPECT_EQ(v.label, "unknown");
+    EXPECT_EQ(v.rule, "loader-worker-killed-without-a-cause");
+    EXPECT_NE(v.action.find("kill -9"), std::string::npos);
+    ASSERT_FALSE(v.evidence.empty());
+    EXPECT_NE(v.evidence[0].text.find("killed by signal: Killed"), std::string::npos);
+  }
+  // Where the host shows the kill, it decides.
+  HostEvidence kernel = read;
+  kernel.kernel_lines = {"Memory cgroup out of memory: Killed process 4321 (pt_data_worker)"};
+  EXPECT_EQ(classify_text(log, exit_code(1), kernel).label, "host_oom");
+  HostEvidence oom_counted;
+  oom_counted.cgroup_oom_kills = 1;
+  EXPECT_EQ(classify_text(log, exit_code(1), oom_counted).rule, "host-oom-cgroup");
+  // A launcher's report of a worker's SIGKILL, read with a host source, says where to look.
+  v = classify_text("  exitcode  : -9 (pid: 4321)\n", exit_code(1), read);
+  EXPECT_EQ(v.label, "unknown");
+  EXPECT_EQ(v.rule, "worker-killed-without-a-cause");
+  EXPECT_NE(v.action.find("kill -9"), std::string::npos);
+}
+
 TEST(Status, HostFacts) {
   HostEvidence host;
   host.cgroup_oom_kills = 1;

@@ -259,7 +259,10 @@ RunEnding run_job(const RunOptions& o) {
   err_w.reset();
   // The kernel log is read from here on (the job is still in its exec), so that
   // opening /dev/kmsg does not stand between the header's sync and the job.
-  watch.open_kernel_log();
+  auto* started = std::get_if<supervise::Spawned>(&spawned);
+  watch.open_kernel_log(started ? started->pid : -1);
+  sopt.watch_fd = watch.kernel_log_fd();
+  sopt.on_watch_readable = [&watch] { watch.on_readable(); };
   // The rules are loaded now, while the job starts on another CPU (its first output
   // waits in the pipe meanwhile); not before the spawn, which they would delay.
   diagnosis.prepare();

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -13,76 +13,71 @@
 
 namespace host {
 
+// ---------------------------------------------------------------- cgroups
+
 namespace {
-constexpr size_t k_max_kernel_lines = 2000;
-}
 
-std::string format_kmsg_record(const std::string& record) {
-  // prio,seq,usec,flags;text  (continuation lines start with a space; ignored)
-  auto semi = record.find(';');
-  if (semi == std::string::npos) {
-    return {};
-  }
-  std::string head = record.substr(0, semi);
-  std::string text = record.substr(semi + 1);
-  if (auto nl = text.find('\n'); nl != std::string::npos) {
-    text.resize(nl);
-  }
-  unsigned long long usec = 0;
-  int prio = 0;
-  unsigned long long seq = 0;
-  if (std::sscanf(head.c_str(), "%d,%llu,%llu", &prio, &seq, &usec) != 3) {
-    return {};
-  }
-  char stamp[48];
-  std::snprintf(stamp, sizeof stamp, "[%5llu.%06llu] ", usec / 1000000, usec % 1000000);
-  return stamp + text;
-}
-
-bool kernel_line_relevant(const std::string& text) {
-  static constexpr const char* k_needles[] = {
-      "invoked oom-killer", "Out of memory", "oom-kill:", "oom_reaper", "Killed process",
-      "Memory cgroup out of memory", "NVRM:", "Xid", "nvidia", "segfault at", "general protection",
-      "memory: usage",
-      // AMD's and Intel's GPU drivers: page faults, ring timeouts, resets, hangs.
-      "amdgpu", "i915", "GPU HANG"};
-  for (const char* n : k_needles) {
-    if (text.find(n) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::optional<std::string> oom_counter_path(const std::string& content, const std::string& root) {
-  std::optional<std::string> v2;
+// Calls f(controllers, path) for each "N:controllers:path" line of /proc/self/cgroup.
+template <class F>
+void each_cgroup_line(const std::string& content, F&& f) {
   for (std::string_view line : util::split_lines(content)) {
-    // "4:memory:/path" (v1) or "0::/path" (v2)
     auto c1 = line.find(':');
     auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
     if (c2 == std::string_view::npos) {
       continue;
     }
-    std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path(line.substr(c2 + 1));
-    if (path == "/") {
-      path.clear();
+    f(line.substr(0, c1), line.substr(c1 + 1, c2 - c1 - 1), line.substr(c2 + 1));
+  }
+}
+
+bool has_memory_controller(std::string_view ctrls) {
+  for (std::string_view rest = ctrls; !rest.empty();) {
+    auto comma = rest.find(',');
+    if (rest.substr(0, comma) == "memory") {
+      return true;
     }
-    for (std::string_view rest = ctrls; !rest.empty();) {
-      auto comma = rest.find(',');
-      if (rest.substr(0, comma) == "memory") {
-        return root + "/memory" + path + "/memory.oom_control";
-      }
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-    if (ctrls.empty() && line.substr(0, 3) == "0::") {
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> oom_counter_path(const std::string& content, const std::string& root) {
+  std::optional<std::string> v1, v2;
+  each_cgroup_line(content, [&](std::string_view id, std::string_view ctrls, std::string_view p) {
+    std::string path(p == "/" ? std::string_view() : p);
+    if (!v1 && has_memory_controller(ctrls)) {
+      v1 = root + "/memory" + path + "/memory.oom_control";
+    } else if (ctrls.empty() && id == "0") {
       v2 = root + path + "/memory.events";
       if (::access(v2->c_str(), R_OK) != 0) {
         v2 = root + "/unified" + path + "/memory.events";
       }
     }
+  });
+  return v1 ? v1 : v2;
+}
+
+std::optional<std::string> memory_cgroup_path(const std::string& content) {
+  std::optional<std::string> v1, v2;
+  each_cgroup_line(content, [&](std::string_view id, std::string_view ctrls, std::string_view p) {
+    if (!v1 && has_memory_controller(ctrls)) {
+      v1 = std::string(p);
+    } else if (ctrls.empty() && id == "0") {
+      v2 = std::string(p);
+    }
+  });
+  std::optional<std::string> path = v1 ? v1 : v2;
+  while (path && path->size() > 1 && path->back() == '/') {
+    path->pop_back();
   }
-  return v2;
+  // The root holds every process of the machine (or of a container whose cgroup
+  // namespace hides the real path): nothing can be told apart by it.
+  if (!path || path->empty() || *path == "/" || path->front() != '/') {
+    return std::nullopt;
+  }
+  return path;
 }
 
 std::optional<int64_t> parse_oom_kill(std::string_view counters) {
@@ -110,15 +105,28 @@ std::optional<int64_t> read_oom_kill(const std::string& file) {
   return parse_oom_kill(*text);
 }
 
-void EvidenceWatch::open_kernel_log() {
+// ---------------------------------------------------------------- the watch
+
+void EvidenceWatch::open_kernel_log(pid_t job) {
   m_kmsg.reset(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (m_kmsg.valid()) {
-    ::lseek(m_kmsg.get(), 0, SEEK_END);
-    m_kernel_log_read = true;
-    m_sources["kernel_log"] = "read (/dev/kmsg)";
-  } else {
+  if (!m_kmsg.valid()) {
     m_sources["kernel_log"] = std::string("not available: /dev/kmsg: ") + std::strerror(errno);
+    return;
   }
+  ::lseek(m_kmsg.get(), 0, SEEK_END);
+  m_kernel_log_read = true;
+  m_sources["kernel_log"] = "read (/dev/kmsg)";
+  JobScope scope;
+  scope.memcg = m_memcg;
+  // Asked when the first GPU record arrives, not on every job's start.
+  scope.gpus = [] {
+    return job_gpu_bus_ids([](const std::string& name) -> std::optional<std::string> {
+      const char* v = std::getenv(name.c_str());
+      return v ? std::optional<std::string>(v) : std::nullopt;
+    });
+  };
+  m_filter = std::make_unique<KernelRecordFilter>(
+      std::move(scope), job > 0 ? std::make_shared<ProcessTree>(job) : nullptr);
 }
 
 EvidenceWatch EvidenceWatch::start() {
@@ -129,10 +137,43 @@ EvidenceWatch EvidenceWatch::start() {
     w.m_oom_counter_path = *p;
     w.m_oom_before = read_oom_kill(*p);
   }
+  if (content) {
+    w.m_memcg = memory_cgroup_path(*content);
+  }
   w.m_sources["cgroup_oom"] =
       w.m_oom_before ? "read (" + w.m_oom_counter_path + ")"
                      : std::string("not available: no readable memory cgroup oom_kill counter");
   return w;
+}
+
+void EvidenceWatch::on_readable() {
+  if (!m_kmsg.valid()) {
+    return;
+  }
+  // One read is one record, and needs room for the longest (8 KiB, else EINVAL).
+  m_record.resize(8192);
+  for (;;) {
+    ssize_t n = ::read(m_kmsg.get(), m_record.data(), m_record.size());
+    if (n < 0 && errno == EPIPE) {
+      ++m_overruns;  // records were overwritten before they were read; go on with the next
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    std::string line = format_kmsg_record(m_record.substr(0, static_cast<size_t>(n)));
+    auto text_at = line.find("] ");
+    if (line.empty() || text_at == std::string::npos) {
+      continue;
+    }
+    std::string_view text = std::string_view(line).substr(text_at + 2);
+    if (kernel_line_relevant(text)) {
+      m_filter->add(text, line);
+    }
+  }
 }
 
 void EvidenceWatch::finish() {
@@ -142,24 +183,23 @@ void EvidenceWatch::finish() {
   if (!m_kmsg.valid()) {
     return;
   }
-  std::string rec(8192, '\0');
-  for (;;) {
-    ssize_t n = ::read(m_kmsg.get(), rec.data(), rec.size());
-    if (n < 0 && errno == EPIPE) {
-      continue;  // records were overwritten while we were away; go on with the next
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    std::string line = format_kmsg_record(rec.substr(0, static_cast<size_t>(n)));
-    if (!line.empty() && kernel_line_relevant(line) && m_kernel_lines.size() < k_max_kernel_lines) {
-      m_kernel_lines.push_back(line);
-    }
-  }
+  on_readable();
+  m_filter->finish();
   m_kmsg.reset();
+  std::string& said = m_sources["kernel_log"];
+  if (m_filter->dropped() > 0) {
+    said += "; " + std::to_string(m_filter->dropped()) +
+            " record(s) about other processes or GPUs left out";
+  }
+  if (m_overruns > 0) {
+    said += "; the kernel overwrote records before they could be read (" +
+            std::to_string(m_overruns) + " time(s))";
+  }
+}
+
+const std::vector<std::string>& EvidenceWatch::kernel_lines() const {
+  static const std::vector<std::string> k_none;
+  return m_filter ? m_filter->kept() : k_none;
 }
 
 std::optional<int64_t> EvidenceWatch::cgroup_oom_kills() const {

@@ -1,14 +1,20 @@
 #include "host/evidence.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 
+#include "host/test_support.hpp"
+
 namespace host {
 namespace {
+
+using testing::RealJob;
 
 TEST(OomCounterPath, CgroupV1MemoryController) {
   std::string cgroup =
@@ -75,28 +81,49 @@ TEST(ReadOomKill, ReadsAFileAndSaysNothingForAMissingOne) {
   EXPECT_EQ(read_oom_kill(path), std::nullopt);
 }
 
-TEST(KmsgRecord, FormatsTheTimestampAndText) {
-  EXPECT_EQ(format_kmsg_record("3,1234,5123456,-;Out of memory: Killed process 42 (python)\n"),
-            "[    5.123456] Out of memory: Killed process 42 (python)");
-  // Continuation lines (dictionary) are dropped.
-  EXPECT_EQ(format_kmsg_record("6,1,100,-;NVRM: Xid (PCI:0000:3b:00): 79\n SUBSYSTEM=pci\n"),
-            "[    0.000100] NVRM: Xid (PCI:0000:3b:00): 79");
-  EXPECT_EQ(format_kmsg_record("no separator"), "");
-  EXPECT_EQ(format_kmsg_record("x,y;text"), "");
+TEST(MemoryCgroupPath, TheControllersPathAsTheKernelPrintsIt) {
+  EXPECT_EQ(memory_cgroup_path("12:pids:/slurm/j\n9:memory:/slurm/uid_0/job_4/step_0\n0::/\n"),
+            "/slurm/uid_0/job_4/step_0");
+  EXPECT_EQ(memory_cgroup_path("0::/user.slice/job.scope/\n"), "/user.slice/job.scope");
+  // The root (or a cgroup namespace's root) holds everything: it tells nothing apart.
+  EXPECT_EQ(memory_cgroup_path("4:memory:/\n0::/\n"), std::nullopt);
+  EXPECT_EQ(memory_cgroup_path("0::/\n"), std::nullopt);
+  EXPECT_EQ(memory_cgroup_path(""), std::nullopt);
 }
 
-TEST(KmsgRecord, RelevantLines) {
-  EXPECT_TRUE(kernel_line_relevant("python invoked oom-killer: gfp_mask=0xcc0"));
-  EXPECT_TRUE(kernel_line_relevant("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234"));
-  EXPECT_TRUE(kernel_line_relevant("python[123]: segfault at 0 ip 00007f sp 00007ff error 4"));
-  // The memory cgroup's part of an OOM report (printed only there).
-  EXPECT_TRUE(
-      kernel_line_relevant("memory: usage 184320000kB, limit 184320000kB, failcnt 2316326"));
-  // AMD's and Intel's GPU drivers, for people to read (no rule decides on them).
-  EXPECT_TRUE(kernel_line_relevant(
-      "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32777)"));
-  EXPECT_TRUE(kernel_line_relevant("i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb"));
-  EXPECT_FALSE(kernel_line_relevant("EXT4-fs (vda): mounted filesystem"));
+// ---------------------------------------------------------------- /dev/kmsg, live
+
+TEST(EvidenceWatch, ReadsTheKernelLogAsRecordsArriveAndKeepsTheJobsOnly) {
+  if (::access("/dev/kmsg", R_OK | W_OK) != 0) {
+    GTEST_SKIP() << "/dev/kmsg is not readable and writable here (needs root)";
+  }
+  RealJob job;
+  auto watch = EvidenceWatch::start();
+  watch.open_kernel_log(job.first);
+  ASSERT_GE(watch.kernel_log_fd(), 0);
+  // Records as a GPU driver writes them (an Xid code no driver uses, so that no other
+  // run on this machine that reads them is told its GPU failed).
+  auto record = [](pid_t pid, const char* name) {
+    std::string r = "<4>NVRM: Xid (PCI:0000:3b:00): 999, pid=" + std::to_string(pid) +
+                    ", name=" + name + ", gpualert unit test record\n";
+    int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, r.data(), r.size()), static_cast<ssize_t>(r.size()));
+    ::close(fd);
+  };
+  record(job.other, "other_job");
+  record(job.child, "this_job");
+  // The fd says when there is something to read; reading never blocks.
+  pollfd p{watch.kernel_log_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  watch.on_readable();
+  watch.on_readable();
+  ASSERT_EQ(watch.kernel_lines().size(), 1u);
+  EXPECT_NE(watch.kernel_lines()[0].find("name=this_job"), std::string::npos);
+  watch.finish();
+  ASSERT_EQ(watch.kernel_lines().size(), 1u);
+  EXPECT_NE(watch.sources().at("kernel_log").find("1 record(s) about other processes"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -139,13 +139,20 @@ class Loop {
         m_index.push_back(i);
       }
     }
+    const size_t n_streams = m_fds.size();
+    if (with_signals && m_opt.watch_fd >= 0 && m_opt.on_watch_readable) {
+      m_fds.push_back({m_opt.watch_fd, POLLIN, 0});
+    }
     int n = ::poll(m_fds.data(), m_fds.size(), timeout_ms);
     if (n < 0) {
       GPUALERT_ASSERT(errno == EINTR);
       return false;
     }
+    if (m_fds.size() > n_streams && m_fds[n_streams].revents != 0) {
+      m_opt.on_watch_readable();
+    }
     const size_t first = with_signals ? 1 : 0;
-    for (size_t k = first; k < m_fds.size(); ++k) {
+    for (size_t k = first; k < n_streams; ++k) {
       if (m_fds[k].revents != 0) {
         m_tee.copy_once(m_index[k - first]);
       }

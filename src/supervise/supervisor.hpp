@@ -44,6 +44,10 @@ struct SuperviseOptions {
   std::chrono::milliseconds keep_notice_after{2000};
   std::chrono::milliseconds helpers_after{50};
   uint64_t helpers_after_bytes = 1u << 20;
+  // One more fd to poll while the job runs (the kernel log, read as records arrive):
+  // on_watch_readable() is called from the loop when it is readable, and must not block.
+  int watch_fd = -1;
+  std::function<void()> on_watch_readable;
 };
 
 struct SuperviseResult {

@@ -4,8 +4,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "capture/log_sink.hpp"
@@ -25,7 +28,8 @@ struct Outcome {
 // Runs `sh -c script` under supervise() with its output in a pipe and the log on
 // /dev/null, counting start_helpers calls.
 Outcome supervise_script(const std::string& script, std::chrono::milliseconds after,
-                         uint64_t after_bytes) {
+                         uint64_t after_bytes,
+                         const std::function<void(supervise::SuperviseOptions&)>& tweak = {}) {
   auto intake = supervise::SignalIntake::open();
   EXPECT_TRUE(static_cast<bool>(intake));
   capture::LogSink sink(util::UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)), "/dev/null", {},
@@ -50,6 +54,9 @@ Outcome supervise_script(const std::string& script, std::chrono::milliseconds af
   opt.helpers_after = after;
   opt.helpers_after_bytes = after_bytes;
   opt.start_helpers = [&o] { ++o.helper_calls; };
+  if (tweak) {
+    tweak(opt);
+  }
   o.result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, opt);
   o.log_bytes = sink.job_bytes();
   sink.close();
@@ -77,6 +84,40 @@ TEST(Supervisor, AJobPrintingInBulkStartsThemBeforeTheTime) {
       supervise_script("head -c 2097152 /dev/zero; sleep 0.2", std::chrono::seconds(30), 1u << 20);
   EXPECT_EQ(o.helper_calls, 1);
   EXPECT_EQ(o.log_bytes, 2097152u);
+}
+
+TEST(Supervisor, TheWatchedFdIsReadWhileTheJobRuns) {
+  // The job writes to a FIFO that the loop watches, then waits for the proof that
+  // the loop read it (a file the callback makes): it exits 0 only if it was read
+  // while the job was still running.
+  char tmpl[] = "/tmp/gpualert-watch-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, fifo = dir + "/fifo", seen = dir + "/seen";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  util::UniqueFd r(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  util::UniqueFd w(
+      ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));  // no EOF between writers
+  ASSERT_TRUE(r.valid() && w.valid());
+  std::string got;
+  int calls = 0;
+  auto o = supervise_script(
+      "echo record > " + fifo + "; i=0; while [ ! -e " + seen +
+          " ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; [ -e " + seen + " ]",
+      std::chrono::seconds(30), 1u << 20, [&](supervise::SuperviseOptions& opt) {
+        opt.watch_fd = r.get();
+        opt.on_watch_readable = [&] {
+          ++calls;
+          char buf[64];
+          for (ssize_t n; (n = ::read(r.get(), buf, sizeof buf)) > 0;) {
+            got.append(buf, static_cast<size_t>(n));
+          }
+          std::ofstream(seen) << "";
+        };
+      });
+  EXPECT_EQ(o.result.status.code, 0);
+  EXPECT_EQ(got, "record\n");
+  EXPECT_GE(calls, 1);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
