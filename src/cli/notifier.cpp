@@ -109,7 +109,8 @@ std::string notify_helper_path() {
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
                                 const notify::Config& config, int64_t hold_seconds,
-                                const std::vector<std::string>& supersede) {
+                                const std::vector<std::string>& supersede,
+                                const std::string& report_path) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return {false, false, "", std::string("pipe: ") + std::strerror(errno)};
@@ -130,6 +131,9 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   }
   for (const auto& id : supersede) {
     args.insert(args.end(), {"--supersede", id});
+  }
+  if (!report_path.empty()) {
+    args.insert(args.end(), {"--report", report_path});
   }
   args.push_back(run_dir);
   pid_t pid = spawn_helper(args, wr.get(), false);

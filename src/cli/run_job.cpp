@@ -147,6 +147,10 @@ RunEnding run_job(const RunOptions& o) {
   }
   notify::Config config = std::move(*config_r);
   if (!o.to.empty()) {
+    if (auto st = notify::check_recipients(o.to); !st) {
+      std::fprintf(stderr, "gpualert: error: --to: %s\n", st.error().c_str());
+      return RunEnding{2, std::nullopt};
+    }
     config.to = o.to;
   }
   if (!o.notify_when.empty()) {
@@ -292,9 +296,9 @@ RunEnding run_job(const RunOptions& o) {
     auto provisional = provisional_report(
         rep, scheduler_line,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count());
-    if (!provisional || !util::write_file_atomic(rep.run_dir + "/report.json",
-                                                 report::to_json(*provisional).dump(2) + "\n", 0644,
-                                                 util::Durability::replace_only)) {
+    if (!provisional ||
+        !util::write_file_atomic(rep.run_dir + "/report.json", report::to_text(*provisional), 0644,
+                                 util::Durability::replace_only)) {
       return;
     }
     if (notify::should_notify(config, *provisional)) {
@@ -384,7 +388,7 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   std::string report_path = rep.run_dir + "/report.json";
-  std::string report_text = report::to_json(rep).dump(2) + "\n";
+  std::string report_text = report::to_text(rep);
   // report.json is derived from output.log (which is synced): `gpualert classify`
   // gives it again, so it is replaced atomically but not fsynced, off the job's path.
   if (auto st =
@@ -415,8 +419,9 @@ RunEnding run_job(const RunOptions& o) {
   }
   if (notify::should_notify(config, rep)) {
     // The final notice replaces the held one, if one was kept.
-    NotifyOutcome outcome = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes,
-                                              o.config_file, config, 0, held);
+    NotifyOutcome outcome = notify_via_helper(
+        rep.run_dir, o.attach, config.budget_bytes, o.config_file, config, 0, held,
+        report_path == rep.run_dir + "/report.json" ? std::string() : report_path);
     if (outcome.delivered) {
       notice = "notified " + outcome.where;
     } else {

@@ -143,7 +143,10 @@ util::Result<EntryMeta> Outbox::add(EntryMeta meta, std::string_view payload) {
   if (auto st = write_synced(tmp_payload, payload); !st) {
     return fail(st.error());
   }
-  if (auto st = write_synced(tmp_meta, to_json(meta).dump(2) + "\n"); !st) {
+  if (auto st = write_synced(
+          tmp_meta,
+          to_json(meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      !st) {
     return fail(st.error());
   }
   if (::rename(tmp_payload.c_str(), payload_path(meta).c_str()) != 0) {
@@ -274,7 +277,9 @@ util::Result<std::string> Outbox::payload(const EntryMeta& meta) const {
 }
 
 util::Status Outbox::write_meta(const EntryMeta& meta) const {
-  return util::write_file_atomic(meta_path(meta.id), to_json(meta).dump(2) + "\n", 0600);
+  return util::write_file_atomic(
+      meta_path(meta.id),
+      to_json(meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0600);
 }
 
 util::Status Outbox::record_failure(ClaimedEntry& entry, const std::string& reason) const {

@@ -211,6 +211,12 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
     rcpt.reset(curl_slist_append(rcpt.release(), a.c_str()));
   }
   curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt.get());
+  // One refused recipient must not cost the others their mail (nor keep the
+  // message retried for everyone): send when at least one was accepted.
+  // (libcurl 7.69's spelling; 8.2 renamed it and kept this one as an alias.)
+  if (to.size() > 1) {
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT_ALLLOWFAILS, 1L);
+  }
   Upload up{message};
   curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);

@@ -59,10 +59,17 @@ def make_cert(directory):
 
 
 class _Handler:
-    def __init__(self, reject):
+    def __init__(self, reject, refuse_rcpt=()):
         self.messages = []  # (mail_from, rcpt_tos, content bytes)
         self.reject = reject
+        self.refuse_rcpt = set(refuse_rcpt)
         self.lock = threading.Lock()
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in self.refuse_rcpt:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
         if self.reject:
@@ -73,12 +80,13 @@ class _Handler:
 
 
 class SmtpSink:
-    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None):
+    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None, refuse_rcpt=()):
         """tls: (cert, key) to offer and require STARTTLS; implicit_tls: (cert, key) for
         smtps:// (TLS from the first byte); auth: (user, password) required;
-        reject: a reply such as '552 5.3.4 Message too big' for every DATA."""
+        reject: a reply such as '552 5.3.4 Message too big' for every DATA;
+        refuse_rcpt: addresses whose RCPT TO gets 550."""
         self.port = free_port()
-        self.handler = _Handler(reject)
+        self.handler = _Handler(reject, refuse_rcpt)
         kwargs = {}
         if tls:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

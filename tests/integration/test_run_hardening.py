@@ -1,0 +1,228 @@
+"""run against hostile input and faults: bytes that are not UTF-8, secrets in argv and
+the environment, a fallback directory another user made, full or unusable directories.
+Each test is named after the fault it reproduces; all use the real binary, real
+processes and real servers on 127.0.0.1."""
+import email
+import email.policy
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from harness import BIN, PY, RunTestCase  # noqa: E402
+from servers import HttpReceiver, SmtpSink  # noqa: E402
+
+EXIT3 = [PY, "-c", "import sys; print('step 1 failed'); sys.exit(3)"]
+
+
+def run_bytes(args, env, cwd, timeout=60):
+    """subprocess.run with argv/env/cwd as bytes (Linux passes bytes, not text)."""
+    return subprocess.run([os.fsencode(a) if isinstance(a, str) else a for a in args],
+                          capture_output=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def mail_parts(raw):
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    text = msg.get_body(preferencelist=("plain",)).get_content()
+    html = msg.get_body(preferencelist=("html",)).get_content()
+    return msg, text, html
+
+
+class NonUtf8(RunTestCase):
+    """Issue: any non-UTF-8 byte in argv, cwd, --name or $LOGNAME aborted the wrapper
+    (134, SIGABRT) after the job ended, with no report and no notice."""
+
+    def env_bytes(self, extra=None):
+        env = {os.fsencode(k): os.fsencode(v) for k, v in self.env.items()}
+        env.update(extra or {})
+        return env
+
+    def check_exact_report(self, p, key, expected):
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertNotIn(b"terminate called", p.stderr)
+        run_dir = self.only_run_dir()
+        self.assertIsNotNone(run_dir)
+        rep = self.report(run_dir)
+        self.assertEqual(rep["exit_code"], 3)
+        # Readable and exact: the bytes come back from KEY_b64.
+        import base64
+        if isinstance(expected, list):
+            self.assertEqual([base64.b64decode(x) for x in rep[key + "_b64"]], expected)
+            self.assertTrue(all(isinstance(x, str) for x in rep[key]))
+        else:
+            self.assertEqual(base64.b64decode(rep[key + "_b64"]), expected)
+            self.assertIn("\ufffd", rep[key])
+        return rep
+
+    def run_b(self, opts=(), args=EXIT3, env=None, cwd=None):
+        cmd = [BIN, "run", "--log-dir", self.logs, "--notify", "always", *opts, "--", *args]
+        return run_bytes(cmd, env or self.env_bytes(), cwd or self.tmp)
+
+    def test_argv_with_latin1_byte_keeps_status_and_report(self):
+        args = [*EXIT3, b"caf\xe9.txt"]
+        p = self.run_b(args=args)
+        self.check_exact_report(p, "argv", [os.fsencode(a) for a in args])
+        # The notice was built and queued (no channel configured: the outbox).
+        self.assertTrue(os.listdir(os.path.join(self.state, "outbox", "new")))
+
+    def test_cwd_with_invalid_byte(self):
+        cwd = os.path.join(os.fsencode(self.tmp), b"dir\xff")
+        os.mkdir(cwd)
+        p = self.run_b(cwd=cwd)
+        self.check_exact_report(p, "cwd", cwd)
+
+    def test_name_with_invalid_byte(self):
+        p = self.run_b(opts=[b"--name", b"job\xc3("])
+        self.check_exact_report(p, "name", b"job\xc3(")
+
+    def test_logname_with_invalid_byte(self):
+        p = self.run_b(env=self.env_bytes({b"LOGNAME": b"j\xf6rg", b"USER": b"j\xf6rg"}))
+        self.check_exact_report(p, "user", b"j\xf6rg")
+
+
+SECRET_JOB = """
+import sys
+print("connecting with password=hunter2 to the hub")
+print("RuntimeError: boom", file=sys.stderr)
+sys.exit(1)
+"""
+HF = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+SECRETS = ["hunter2", "p4ssw0rd", HF]
+
+
+class SecretsMasked(RunTestCase):
+    """Issue: report.json kept argv verbatim and the JSON webhook posted it; env was
+    filtered by variable name only."""
+
+    def test_password_url_and_token_masked_in_report_webhook_and_mail(self):
+        args = [PY, "-c", SECRET_JOB, "--password=hunter2",
+                "--url", "https://alice:p4ssw0rd@hub.example.com/repo"]
+        with SmtpSink() as smtp, HttpReceiver() as hook:
+            env = dict(self.env, HF_TOKEN=HF, MASTER_ADDR="https://bob:p4ssw0rd@10.0.0.1",
+                       GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}", GPUALERT_TO="me@example.org",
+                       GPUALERT_WEBHOOK_URL=f"http://127.0.0.1:{hook.port}/hook",
+                       GPUALERT_WEBHOOK_FORMAT="json")
+            cmd = [BIN, "run", "--log-dir", self.logs, "--", *args]
+            p = subprocess.run(cmd, capture_output=True, env=env, cwd=self.tmp, timeout=120)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(len(smtp.messages), 1)
+            self.assertEqual(len(hook.posts), 1)
+            raw_mail = smtp.messages[0][2]
+            hook_body = hook.posts[0][2].decode()
+        run_dir = self.only_run_dir()
+        with open(os.path.join(run_dir, "report.json")) as f:
+            report_text = f.read()
+        rep = json.loads(report_text)
+        self.assertIn("MASTER_ADDR", rep["env"])  # kept, with its password masked
+        _, text, html = mail_parts(raw_mail)
+        for where, body in (("report.json", report_text), ("webhook", hook_body),
+                            ("mail text", text), ("mail html", html)):
+            for secret in SECRETS:
+                self.assertNotIn(secret, body, f"{secret} in {where}")
+        self.assertIn("********", report_text)
+        self.assertIn("--password=********", rep["argv"])
+        # The header gpualert writes into output.log is masked too; the job's own lines stay raw.
+        with open(os.path.join(run_dir, "output.log")) as f:
+            log = f.read()
+        header = log[:log.index("---- job output begins ----")]
+        for secret in SECRETS:
+            self.assertNotIn(secret, header)
+        self.assertIn("password=hunter2 to the hub", log)
+
+
+class SignalsTheJobGets(RunTestCase):
+    """Issue: signals 32 and 33 reached the job ignored (glibc's spawn ignores its own
+    internal signals unless told otherwise): `kill -32` killed the bare job, but under
+    gpualert the job went on and the wrapper exited 0."""
+
+    def test_glibc_internal_signals_reach_the_job_with_their_default(self):
+        for sig in (32, 33):
+            p, run_dir = self.run_wrapped(["sh", "-c", f"kill -{sig} $$; echo survived"])
+            self.assertEqual(p.returncode, -sig, p.stderr)
+            self.assertNotIn(b"survived", p.stdout)
+            self.assertEqual(self.report(run_dir)["signal"], f"SIG{sig}")
+            os.rename(run_dir, run_dir + ".done")
+
+    def test_a_signal_ignored_at_start_stays_ignored(self):
+        import signal as pysignal
+        sig = pysignal.SIGRTMIN + 6
+        p, _ = self.run_wrapped(["sh", "-c", f"kill -{sig} $$; exit 5"],
+                                preexec_fn=lambda: pysignal.signal(sig, pysignal.SIG_IGN))
+        self.assertEqual(p.returncode, 5, p.stderr)
+
+    def test_sigprof_name_written_is_one_classify_reads(self):
+        p, run_dir = self.run_wrapped(["sh", "-c", "kill -PROF $$"])
+        self.assertEqual(p.returncode, -27)  # SIGPROF on Linux
+        self.assertEqual(self.report(run_dir)["signal"], "SIGPROF")
+        c = subprocess.run([BIN, "classify", "--signal", "SIGPROF", "--json",
+                            os.path.join(run_dir, "output.log")], capture_output=True, env=self.env)
+        self.assertEqual(c.returncode, 0, c.stderr)
+
+
+class NoticeNotLost(RunTestCase):
+    """Faults at the end of a run must not cost its notice."""
+
+    def smtp_env(self, smtp, **extra):
+        return dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}",
+                    GPUALERT_TO="me@example.org", **extra)
+
+    def test_state_dir_is_a_regular_file_mail_is_sent_directly(self):
+        state_file = os.path.join(self.tmp, "state-file")
+        with open(state_file, "w") as f:
+            f.write("not a directory\n")
+        with SmtpSink() as smtp:
+            cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, cwd=self.tmp,
+                               env=self.smtp_env(smtp, GPUALERT_STATE_DIR=state_file))
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertEqual(len(smtp.messages), 1, p.stderr)
+        self.assertIn(b"sent directly", p.stderr)
+        self.assertIn(b"outbox could not be written", p.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "mounting a small tmpfs needs root")
+    def test_log_device_full_at_the_end_disk_full_mail_arrives(self):
+        small = os.path.join(self.tmp, "small")
+        os.mkdir(small)
+        # The job's checkpoint fills the log's own device (a 256 KiB tmpfs in a
+        # private mount namespace); its traceback still fits in the log's last page,
+        # but report.json can't be written beside the log and goes to the state dir:
+        # the notice must follow it.
+        job = ("import sys\n"
+               "print('epoch 1 done, saving checkpoint', flush=True)\n"
+               "open(sys.argv[1] + '/ckpt.pt', 'wb').write(b'0' * (1 << 20))\n")
+        script = (f'mount -t tmpfs -o size=256k tmpfs "$1" && shift && exec "$@"')
+        with SmtpSink() as smtp:
+            cmd = ["unshare", "-m", "sh", "-c", script, "sh", small,
+                   BIN, "run", "--log-dir", os.path.join(small, "logs"), "--",
+                   PY, "-c", job, small]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, cwd=self.tmp,
+                               env=self.smtp_env(smtp))
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(len(smtp.messages), 1, p.stderr)
+            msg, text, _ = mail_parts(smtp.messages[0][2])
+        self.assertIn(b"the report is in", p.stderr)
+        self.assertIn("disk_full", msg["Subject"])
+
+    def test_bad_recipient_is_a_usage_error_before_the_job(self):
+        marker = os.path.join(self.tmp, "ran")
+        env = dict(self.env, GPUALERT_TO="ok@example.com, bad address")
+        p, _ = self.run_wrapped(["touch", marker], env=env)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"'bad address'", p.stderr)
+        self.assertFalse(os.path.exists(marker))
+
+    def test_recipient_refused_by_the_server_the_others_get_the_mail(self):
+        with SmtpSink(refuse_rcpt={"gone@example.com"}) as smtp:
+            env = dict(self.smtp_env(smtp))
+            env["GPUALERT_TO"] = "gone@example.com, ok@example.com"
+            cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, cwd=self.tmp, env=env)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertEqual(len(smtp.messages), 1, p.stderr)
+            self.assertEqual(smtp.messages[0][1], ["ok@example.com"])
+
+
+if __name__ == "__main__":
+    unittest.main()
