@@ -90,11 +90,28 @@ std::string current_dir() {
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
 }
 
-std::vector<std::string> fallback_bases(const notify::Config& config) {
-  std::vector<std::string> bases = {notify::state_dir(config) + "/runs"};
+// Where the run directory goes when the log directory can't be used: private
+// places only (the log holds everything the job printed). The tmp one is refused
+// when someone else made it first; `notes` says why a place was left out.
+std::vector<std::string> fallback_bases(const notify::Config& config,
+                                        std::vector<std::string>& notes) {
+  std::vector<std::string> bases;
+  std::string state = notify::state_dir(config);
+  if (util::make_dirs(state, 0700)) {
+    if (auto st = util::private_dir(state + "/runs"); st) {
+      bases.push_back(state + "/runs");
+    } else {
+      notes.push_back(st.error());
+    }
+  }
   const char* tmp = std::getenv("TMPDIR");
   std::string t = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
-  bases.push_back(t + "/gpualert-" + std::to_string(::geteuid()) + "/runs");
+  std::string mine = t + "/gpualert-" + std::to_string(::geteuid());
+  if (auto st = util::private_dir(mine); st) {
+    bases.push_back(mine + "/runs");
+  } else {
+    notes.push_back(st.error());
+  }
   return bases;
 }
 
@@ -201,8 +218,17 @@ RunEnding run_job(const RunOptions& o) {
                   : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
   }
   report::HeaderFacts header{rep.name, rep.argv, rep.cwd, rep.host, rep.user, rep.started, rep.env};
-  report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
+  std::vector<std::string> refused;
+  report::RunDirRequest req{log_dir, {}, rep.name, rep.host, start_t};
+  // The private fallbacks are looked at only when the log directory fails.
   auto run_dir = report::create_run_dir(req, header);
+  if (!run_dir) {
+    req.fallback_bases = fallback_bases(config, refused);
+    run_dir = report::create_run_dir(req, header);
+    for (const auto& why : refused) {
+      std::fprintf(stderr, "gpualert: WARNING: %s\n", why.c_str());
+    }
+  }
   std::vector<std::string> env =
       job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
   if (!run_dir) {

@@ -224,5 +224,86 @@ class NoticeNotLost(RunTestCase):
             self.assertEqual(smtp.messages[0][1], ["ok@example.com"])
 
 
+OTHER_USER = "gpualert-other"
+
+
+def other_user_uid():
+    """A real second user (created once, as root), or None where we can't."""
+    import pwd
+    try:
+        return pwd.getpwnam(OTHER_USER).pw_uid
+    except KeyError:
+        pass
+    if os.geteuid() != 0:
+        return None
+    r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        OTHER_USER], capture_output=True)
+    if r.returncode != 0:
+        return None
+    return pwd.getpwnam(OTHER_USER).pw_uid
+
+
+class PrivateFallback(RunTestCase):
+    """Issue: $TMPDIR/gpualert-$UID/runs was used although another user had made it
+    first (0777): they read the victim's log and, with a planted symlink
+    report.json.tmp.<pid>, made the victim's gpualert overwrite a file of its own."""
+
+    def test_fallback_made_by_another_user_is_not_written_into(self):
+        uid = other_user_uid()
+        if uid is None or uid == os.geteuid():
+            self.skipTest("needs root to create a second user")
+        tmpdir = os.path.join(self.tmp, "shared-tmp")
+        os.mkdir(tmpdir)
+        os.chmod(tmpdir, 0o1777)
+        trap = os.path.join(tmpdir, f"gpualert-{os.geteuid()}")
+        os.mkdir(trap)
+        os.makedirs(os.path.join(trap, "runs"))
+        for d in (trap, os.path.join(trap, "runs")):
+            os.chown(d, uid, -1)
+            os.chmod(d, 0o777)
+        not_a_dir = os.path.join(self.tmp, "file")
+        with open(not_a_dir, "w") as f:
+            f.write("x")
+        env = dict(self.env, TMPDIR=tmpdir, GPUALERT_STATE_DIR=os.path.join(not_a_dir, "state"))
+        cmd = [BIN, "run", "--notify", "never", "--log-dir", os.path.join(not_a_dir, "logs"),
+               "--", *EXIT3]
+        p = subprocess.run(cmd, capture_output=True, env=env, cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(os.listdir(os.path.join(trap, "runs")), [], "wrote into another user's dir")
+        self.assertIn(b"not to this user", p.stderr)
+
+    def test_own_fallback_is_private(self):
+        tmpdir = os.path.join(self.tmp, "shared-tmp")
+        os.mkdir(tmpdir)
+        not_a_dir = os.path.join(self.tmp, "file")
+        with open(not_a_dir, "w") as f:
+            f.write("x")
+        env = dict(self.env, TMPDIR=tmpdir, GPUALERT_STATE_DIR=os.path.join(not_a_dir, "state"))
+        cmd = [BIN, "run", "--notify", "never", "--log-dir", os.path.join(not_a_dir, "logs"),
+               "--", *EXIT3]
+        p = subprocess.run(cmd, capture_output=True, env=env, cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        mine = os.path.join(tmpdir, f"gpualert-{os.geteuid()}")
+        self.assertEqual(os.stat(mine).st_mode & 0o777, 0o700)
+        self.assertEqual(len(os.listdir(os.path.join(mine, "runs"))), 1)
+
+    def test_planted_temp_symlink_is_not_followed(self):
+        # The job plants report.json.tmp.<gpualert's pid> in its own run dir, as
+        # someone who could write there would: report.json is written beside it.
+        victim = os.path.join(self.tmp, "victim.txt")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        script = ("import os, sys, time\n"
+                  "d = os.environ['GPUALERT_RUN_DIR']\n"
+                  "ppid = os.getppid()\n"
+                  "os.symlink(sys.argv[1], os.path.join(d, f'report.json.tmp.{ppid}'))\n"
+                  "sys.exit(3)\n")
+        p, run_dir = self.run_wrapped([PY, "-c", script, victim])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertEqual(self.report(run_dir)["exit_code"], 3)
+
+
 if __name__ == "__main__":
     unittest.main()
