@@ -10,7 +10,9 @@
 #include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
+#include "notify/notify.hpp"
 #include "notify/outbox.hpp"
+#include "notify/pending.hpp"
 #include "notify/text_filters.hpp"
 #include "util/text.hpp"
 
@@ -36,6 +38,51 @@ void print_entry(const notify::EntryMeta& m) {
   std::printf("%s\t%s\t%s\t%d attempt%s\t%s\t%s\n", m.id.c_str(), m.channel.c_str(),
               to.empty() ? "-" : to.c_str(), m.attempts, m.attempts == 1 ? "" : "s",
               notify::sanitize_header_value(m.subject, 200).c_str(), note.c_str());
+}
+
+// A notice `run` could not build (no helper then): the same columns, "pending" as
+// its channel and why in the last one.
+void print_pending(const notify::PendingNotice& p) {
+  std::string to;
+  for (const auto& t : p.to) {
+    to += (to.empty() ? "" : ",") + t;
+  }
+  std::printf("%s\tpending\t%s\t0 attempts\t%s\tnot built yet: %s\n", p.id.c_str(),
+              to.empty() ? "-" : to.c_str(), notify::sanitize_header_value(p.run_dir, 200).c_str(),
+              notify::sanitize_header_value(p.reason, 400).c_str());
+}
+
+// Builds each pending notice into the outbox and sends it, as `run` would have.
+// Returns how many are still pending or were not delivered; counts all in `total`.
+int build_pending(const notify::Config& config, size_t& total) {
+  int kept = 0;
+  for (const auto& p : notify::list_pending(config)) {
+    if (!notify::take_pending(config, p)) {
+      continue;  // another flush has it
+    }
+    ++total;
+    notify::RunNotice rn;
+    rn.run_dir = p.run_dir;
+    rn.report_path = p.report_path;
+    rn.attach = p.attach;
+    if (p.budget_bytes > 0) {
+      rn.budget_bytes = p.budget_bytes;
+    }
+    notify::Config c = config;
+    if (!p.to.empty()) {
+      c.to = p.to;
+    }
+    notify::Outcome out = notify::notify_run(rn, c);
+    bool built = out.delivered || !out.ids.empty();
+    notify::finish_pending(config, p, built);
+    if (out.delivered) {
+      std::printf("sent\t%s\t%s\n", p.id.c_str(), out.where.c_str());
+    } else {
+      ++kept;
+      std::printf("kept\t%s\t%s\n", p.id.c_str(), out.detail.c_str());
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -74,8 +121,13 @@ int cmd_outbox(int argc, char** argv) {
     for (const auto& m : *entries) {
       print_entry(m);
     }
+    for (const auto& p : notify::list_pending(*config)) {
+      print_pending(p);
+    }
     return 0;
   }
+  size_t total = 0;
+  int pending_kept = build_pending(*config, total);
   for (const auto& m : *entries) {
     if (notify::is_held(m)) {
       std::printf("held\t%s\t%s\n", m.id.c_str(), held_until(m).c_str());
@@ -84,7 +136,7 @@ int cmd_outbox(int argc, char** argv) {
     }
   }
   auto results = notify::deliver_isolated(*config, outbox, ids, config->notify_timeout);
-  int kept = 0;
+  int kept = pending_kept;
   for (const auto& r : results) {
     if (r.ok) {
       std::printf("sent\t%s\n", r.id.c_str());
@@ -94,8 +146,9 @@ int cmd_outbox(int argc, char** argv) {
     }
   }
   if (kept > 0) {
-    std::fprintf(stderr, "gpualert: %d of %zu notification%s still in %s\n", kept, results.size(),
-                 results.size() == 1 ? "" : "s", outbox.dir().c_str());
+    total += results.size();
+    std::fprintf(stderr, "gpualert: %d of %zu notification%s still in %s\n", kept, total,
+                 total == 1 ? "" : "s", outbox.dir().c_str());
     return 1;
   }
   return 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "notify/pending.hpp"
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"
 #include "util/child.hpp"
@@ -139,9 +140,30 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   pid_t pid = spawn_helper(args, wr.get(), false);
   wr.reset();
   if (pid < 0) {
-    return {false, false, "",
-            std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
-                "; report and log are in " + run_dir};
+    // Without the helper nothing here can build the message (that needs libcurl):
+    // keep what it needs, for `outbox flush` once the helper is there.
+    std::string why =
+        notify_helper_path().empty()
+            ? std::string(k_helper_name) + " is not installed beside gpualert"
+            : std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno);
+    notify::PendingNotice pending;
+    pending.run_dir = run_dir;
+    pending.report_path = report_path;
+    pending.attach = attach;
+    pending.to = config.to;
+    pending.budget_bytes = budget_bytes;
+    pending.reason = why;
+    auto queued = hold_seconds > 0 ? util::Result<std::string>(util::Error{"held notices are not "
+                                                                           "kept without it"})
+                                   : notify::queue_pending(config, pending);
+    if (!queued) {
+      return {false, false, "",
+              why + "; the notice could not be queued either (" + queued.error() +
+                  "); report and log are in " + run_dir};
+    }
+    return {false, true, *queued,
+            why + ": the notice is queued in " + *queued + "; install " + k_helper_name +
+                " in the same directory as gpualert, then run `gpualert outbox flush`"};
   }
   // The helper keeps its own (shorter) delivery deadline; this one bounds all of
   // it, a helper that crashed or hung while building the message included.

@@ -205,6 +205,29 @@ class NoticeNotLost(RunTestCase):
         self.assertIn(b"the report is in", p.stderr)
         self.assertIn("disk_full", msg["Subject"])
 
+    def test_helper_missing_notice_is_queued_and_sent_by_a_later_flush(self):
+        import shutil
+        alone = os.path.join(self.tmp, "bin")
+        os.mkdir(alone)
+        shutil.copy(BIN, alone)  # gpualert copied alone onto PATH, without gpualert-notify
+        with SmtpSink() as smtp:
+            env = self.smtp_env(smtp)
+            cmd = [os.path.join(alone, "gpualert"), "run", "--log-dir", self.logs, "--", *EXIT3]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, cwd=self.tmp, env=env)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn(b"gpualert-notify is not installed beside gpualert", p.stderr)
+            self.assertIn(b"queued", p.stderr)
+            self.assertEqual(smtp.messages, [])
+            listed = subprocess.run([BIN, "outbox", "list"], capture_output=True, env=env, timeout=60)
+            self.assertIn(b"\tpending\t", listed.stdout)
+            flush = subprocess.run([BIN, "outbox", "flush"], capture_output=True, env=env, timeout=60)
+            self.assertEqual(flush.returncode, 0, flush.stderr)
+            self.assertEqual(len(smtp.messages), 1)
+            msg, _, _ = mail_parts(smtp.messages[0][2])
+            self.assertIn("exit 3", msg["Subject"])
+        listed = subprocess.run([BIN, "outbox", "list"], capture_output=True, env=env, timeout=60)
+        self.assertEqual(listed.stdout, b"")
+
     def test_bad_recipient_is_a_usage_error_before_the_job(self):
         marker = os.path.join(self.tmp, "ran")
         env = dict(self.env, GPUALERT_TO="ok@example.com, bad address")
