@@ -116,6 +116,13 @@ util::Result<std::string> read_prefix(const std::string& path, uint64_t max) {
 
 }  // namespace
 
+uint64_t encoded_size(uint64_t raw) {
+  uint64_t chars = (raw + 2) / 3 * 4;
+  return chars + (chars + 75) / 76 * 2;
+}
+
+uint64_t raw_for_encoded(uint64_t encoded) { return encoded / 78 * 76 / 4 * 3; }
+
 std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candidate>& candidates) {
   std::vector<Attachment> out;
   for (const auto& c : candidates) {
@@ -126,12 +133,12 @@ std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candid
     a.content_type = content_type_for(c.name);
     if (!c.rejected.empty()) {
       a.note = c.rejected;
-    } else if (c.size > remaining) {
-      a.note = "over budget: needs " + util::human_size(c.size) + ", " +
+    } else if (encoded_size(c.size) > remaining) {
+      a.note = "over budget: needs " + util::human_size(encoded_size(c.size)) + " as sent, " +
                util::human_size(remaining) + " left";
     } else {
       a.attached = true;
-      remaining -= c.size;
+      remaining -= encoded_size(c.size);
     }
     out.push_back(std::move(a));
   }
@@ -272,8 +279,9 @@ std::vector<Attachment> gather_attachments(const std::string& log_path, const st
                                            const std::vector<std::string>& globs, uint64_t budget,
                                            const std::string& full_log_where) {
   std::vector<Attachment> out;
-  out.push_back(log_attachment(log_path, budget, full_log_where));
-  uint64_t remaining = budget - (out[0].attached ? out[0].size : 0);
+  out.push_back(log_attachment(log_path, raw_for_encoded(budget), full_log_where));
+  uint64_t used = out[0].attached ? encoded_size(out[0].size) : 0;
+  uint64_t remaining = budget > used ? budget - used : 0;
   auto planned = plan_budget(remaining, expand_globs(cwd, globs, {real_path(log_path)}));
   for (auto& a : planned) {
     if (a.attached) {
@@ -281,13 +289,13 @@ std::vector<Attachment> gather_attachments(const std::string& log_path, const st
       if (!data) {
         a.attached = false;
         a.note = data.error();
-      } else if (data->size() > remaining) {
+      } else if (encoded_size(data->size()) > remaining) {
         a.attached = false;
         a.note = "grew past the budget while being read";
       } else {
         a.data = std::move(*data);
         a.size = a.data.size();
-        remaining -= a.size;
+        remaining -= encoded_size(a.size);
       }
     }
     out.push_back(std::move(a));

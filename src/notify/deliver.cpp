@@ -14,6 +14,7 @@
 
 #include "notify/policy.hpp"
 #include "notify/transport.hpp"
+#include "notify/trim.hpp"
 #include "util/fd.hpp"
 
 namespace notify {
@@ -69,7 +70,23 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
   } else if (r.channel == "webhook") {
     sent = webhook_post(config, *payload, left);
   } else {
-    sent = smtp_send(config, entry.meta().to.empty() ? config.to : entry.meta().to, *payload, left);
+    const auto& to = entry.meta().to.empty() ? config.to : entry.meta().to;
+    sent = smtp_send(config, to, *payload, left);
+    // Refused for its size: send it again without what does not fit, naming it,
+    // rather than keep it in the outbox forever.
+    if (sent.size_refused(payload->size())) {
+      if (auto smaller = trim_attachments(*payload, sent.size_limit, sent.describe())) {
+        auto left2 =
+            std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) - k_record_margin;
+        if (left2 >= milliseconds(100)) {
+          SendResult again = smtp_send(config, to, *smaller, left2);
+          if (!again.ok) {
+            again.detail = "sent again without attachments, refused too: " + again.detail;
+          }
+          sent = again;
+        }
+      }
+    }
   }
   if (sent.ok) {
     r.ok = true;

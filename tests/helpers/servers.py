@@ -80,14 +80,18 @@ class _Handler:
 
 
 class SmtpSink:
-    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None, refuse_rcpt=()):
+    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None, refuse_rcpt=(),
+                 size_limit=None):
         """tls: (cert, key) to offer and require STARTTLS; implicit_tls: (cert, key) for
         smtps:// (TLS from the first byte); auth: (user, password) required;
         reject: a reply such as '552 5.3.4 Message too big' for every DATA;
-        refuse_rcpt: addresses whose RCPT TO gets 550."""
+        refuse_rcpt: addresses whose RCPT TO gets 550; size_limit: the SIZE announced
+        in EHLO, larger messages refused with 552."""
         self.port = free_port()
         self.handler = _Handler(reject, refuse_rcpt)
         kwargs = {}
+        if size_limit:
+            kwargs.update(data_size_limit=size_limit)
         if tls:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(*tls)

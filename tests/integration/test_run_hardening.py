@@ -228,6 +228,32 @@ class NoticeNotLost(RunTestCase):
         listed = subprocess.run([BIN, "outbox", "list"], capture_output=True, env=env, timeout=60)
         self.assertEqual(listed.stdout, b"")
 
+    def test_server_size_limit_mail_arrives_without_what_does_not_fit(self):
+        art = os.path.join(self.tmp, "art")
+        os.mkdir(art)
+        for i in range(6):
+            with open(os.path.join(art, f"ckpt-{i}.bin"), "wb") as f:
+                f.write(os.urandom(3 << 20))
+        with SmtpSink(size_limit=5_000_000) as smtp:
+            cmd = [BIN, "run", "--log-dir", self.logs, "--attach", "art/*", "--", *EXIT3]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, cwd=self.tmp,
+                               env=self.smtp_env(smtp))
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertEqual(len(smtp.messages), 1, p.stderr)
+            raw = smtp.messages[0][2]
+        self.assertLessEqual(len(raw), 5_000_000)
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+        names = [a.get_filename() for a in msg.iter_attachments()]
+        self.assertIn("output.log.gz", names)
+        note = "\n".join(part.get_content() for part in msg.walk()
+                         if part.get_content_type() == "text/plain")
+        self.assertIn("refused this message for its size", note)
+        left_out = [n for n in (f"ckpt-{i}.bin" for i in range(6)) if n not in names]
+        self.assertTrue(left_out)
+        for n in left_out:
+            self.assertIn(n, note)  # attached then dropped, or over budget: named either way
+        self.assertFalse(os.listdir(os.path.join(self.state, "outbox", "new")))
+
     def test_bad_recipient_is_a_usage_error_before_the_job(self):
         marker = os.path.join(self.tmp, "ran")
         env = dict(self.env, GPUALERT_TO="ok@example.com, bad address")
