@@ -278,6 +278,12 @@ util::Result<Config> load_config(const std::string& file_override) {
     return util::Error{"configuration file " + path + ": No such file or directory"};
   }
   if (file_exists(path)) {
+    // toml++ reads a directory or /dev/zero as an empty file: an empty config that
+    // the user did not mean.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return util::Error{"configuration file " + path + ": not a regular file"};
+    }
     if (auto st = read_file_config(c, path); !st) {
       return util::Error{st.error()};
     }

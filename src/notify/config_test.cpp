@@ -103,6 +103,15 @@ TEST_F(ConfigTest, StateDirDefaults) {
   unsetenv("XDG_STATE_HOME");
 }
 
+// Issue: --config pointing at a directory or /dev/zero was read as an empty config.
+TEST_F(ConfigTest, ConfigThatIsNotARegularFileIsAnError) {
+  for (const std::string& path : {m_root, std::string("/dev/zero")}) {
+    auto c = load_config(path);
+    ASSERT_FALSE(c.ok()) << path;
+    EXPECT_NE(c.error().find("not a regular file"), std::string::npos) << c.error();
+  }
+}
+
 TEST(Recipients, SplitKeepsDisplayNamesWhole) {
   EXPECT_EQ(split_addresses("a@x.org, b@y.org;c@z.org d@w.org"),
             (std::vector<std::string>{"a@x.org", "b@y.org", "c@z.org", "d@w.org"}));
