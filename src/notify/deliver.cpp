@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "notify/mime.hpp"
 #include "notify/policy.hpp"
 #include "notify/transport.hpp"
 #include "notify/trim.hpp"
@@ -68,9 +69,16 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
     sent.stage = "outbox";
     sent.detail = payload.error();
   } else if (r.channel == "webhook") {
-    sent = webhook_post(config, *payload, left);
+    Config c = config;
+    if (!entry.meta().url.empty()) {
+      c.webhook_url = entry.meta().url;  // where it was meant to go when queued
+    }
+    sent = webhook_post(c, *payload, left);
   } else {
     const auto& to = entry.meta().to.empty() ? config.to : entry.meta().to;
+    // Queued without recipients (no SMTP configured then): the header gets the
+    // ones it is sent to now, not "undisclosed-recipients".
+    *payload = with_recipients(*payload, to);
     sent = smtp_send(config, to, *payload, left);
     // Refused for its size: send it again without what does not fit, naming it,
     // rather than keep it in the outbox forever.

@@ -62,6 +62,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     EntryMeta m;
     m.channel = "webhook";
     m.format = config.webhook_format;
+    m.url = config.webhook_url;  // a later flush may run with another environment
     queue(std::move(m), notice->webhook_payload);
   }
   if (!unqueued.empty() && (rn.hold_seconds > 0 || !has_channel(config))) {
@@ -126,6 +127,13 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     out.detail += (out.detail.empty() ? "" : "; ") + f;
   }
   where.insert(where.end(), direct_ok.begin(), direct_ok.end());
+  if (!all_ok && !where.empty()) {  // say what went out, not only what failed
+    std::string sent;
+    for (const auto& w : where) {
+      sent += (sent.empty() ? "" : ", ") + w;
+    }
+    out.detail = "notified " + sent + "; not: " + out.detail;
+  }
   out.delivered = all_ok;
   out.queued = !all_ok;
   for (const auto& w : where) {

@@ -24,6 +24,7 @@ json to_json(const EntryMeta& m) {
   return {{"id", m.id},
           {"channel", m.channel},
           {"format", m.format},
+          {"url", m.url},
           {"to", m.to},
           {"subject", m.subject},
           {"run_dir", m.run_dir},
@@ -39,6 +40,7 @@ EntryMeta from_json(const json& j) {
   m.id = j.value("id", "");
   m.channel = j.value("channel", "smtp");
   m.format = j.value("format", "");
+  m.url = j.value("url", "");
   m.to = j.value("to", std::vector<std::string>{});
   m.subject = j.value("subject", "");
   m.run_dir = j.value("run_dir", "");

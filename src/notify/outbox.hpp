@@ -32,6 +32,7 @@ struct EntryMeta {
   std::string id;
   std::string channel;          // "smtp" | "webhook"
   std::string format;           // webhook: "slack" | "json"
+  std::string url;              // webhook: where it goes (empty: the config's at flush)
   std::vector<std::string> to;  // smtp: recipients at queue time (empty: use the config's at flush)
   std::string subject;
   std::string run_dir;

@@ -273,6 +273,43 @@ class NoticeNotLost(RunTestCase):
             self.assertEqual(smtp.messages[0][1], ["ok@example.com"])
 
 
+class OutboxEntries(RunTestCase):
+    """Issue 16: a queued webhook notice forgot its URL; mail sent from the outbox said
+    'To: undisclosed-recipients:;'; with the webhook failing and SMTP working, run's
+    last line named only the failure."""
+
+    def test_queued_without_recipients_flushed_mail_names_them(self):
+        cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+        p = subprocess.run(cmd, capture_output=True, env=self.env, cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        with SmtpSink() as smtp:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}",
+                       GPUALERT_TO="me@example.org")
+            f = subprocess.run([BIN, "outbox", "flush"], capture_output=True, env=env, timeout=60)
+            self.assertEqual(f.returncode, 0, f.stderr)
+            self.assertEqual(len(smtp.messages), 1)
+            msg, _, _ = mail_parts(smtp.messages[0][2])
+        self.assertEqual(msg["To"], "me@example.org")
+
+    def test_webhook_entry_keeps_its_url_and_partial_delivery_names_both(self):
+        with SmtpSink() as smtp, HttpReceiver(status=500) as hook:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}",
+                       GPUALERT_TO="me@example.org",
+                       GPUALERT_WEBHOOK_URL=f"http://127.0.0.1:{hook.port}/hook")
+            cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+            p = subprocess.run(cmd, capture_output=True, env=env, cwd=self.tmp, timeout=60)
+            self.assertEqual(p.returncode, 3)
+            self.assertEqual(len(smtp.messages), 1)
+            last = p.stderr.decode().strip().splitlines()[-1]
+            self.assertIn(f"notified smtp://127.0.0.1:{smtp.port}", last)
+            self.assertIn("webhook", last)
+            hook.status = 200
+            env.pop("GPUALERT_WEBHOOK_URL")  # a later flush from cron, without it
+            f = subprocess.run([BIN, "outbox", "flush"], capture_output=True, env=env, timeout=60)
+            self.assertEqual(f.returncode, 0, f.stderr)
+            self.assertEqual(len(hook.posts), 2)
+
+
 OTHER_USER = "gpualert-other"
 
 
