@@ -62,9 +62,13 @@ Attachment log_attachment(const std::string& log_path, uint64_t budget,
                           const std::string& full_log_where);
 
 // Expands globs relative to cwd (absolute ones as they are), in order, and
-// classifies each match. `skip_real` holds real paths already attached.
+// classifies each match. `skip_real` holds real paths already attached. A
+// pattern with wildcards may match only files under cwd or run_dir (so that
+// '../../*' or '/etc/*' attach nothing); a path named without wildcards is
+// taken wherever it is, since the person asked for exactly that file.
 std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<std::string>& globs,
-                                    std::vector<std::string> skip_real = {});
+                                    std::vector<std::string> skip_real = {},
+                                    const std::string& run_dir = "");
 
 // Everything together: the log, then the globs, read into memory.
 std::vector<Attachment> gather_attachments(const std::string& log_path, const std::string& cwd,

@@ -109,6 +109,20 @@ TEST_F(Globs, ExpandsInOrderAndExplainsEveryReject) {
   EXPECT_NE(c[4].rejected.find("directory"), std::string::npos);
 }
 
+// Issue: '../../*' and '/etc/...' patterns attached files from anywhere.
+TEST_F(Globs, PatternsReachOnlyCwdAndTheRunDirNamedFilesAnywhere) {
+  std::string run = m_root + "/run";
+  mkdir(run.c_str(), 0755);
+  write(run + "/kernel.log", "xid");
+  auto c = expand_globs(
+      m_cwd, {"../*.txt", m_root + "/outside.*", run + "/*.log", "../outside.txt"}, {}, run);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_NE(c[0].rejected.find("outside the job's directory"), std::string::npos);
+  EXPECT_NE(c[1].rejected.find("outside the job's directory"), std::string::npos);
+  EXPECT_TRUE(c[2].rejected.empty()) << c[2].rejected;  // in the run directory
+  EXPECT_TRUE(c[3].rejected.empty()) << c[3].rejected;  // named exactly: taken
+}
+
 TEST_F(Globs, SymlinkInsideCwdIsFineButTheSameFileIsNotAttachedTwice) {
   auto c = expand_globs(m_cwd, {"a.json", "inside-link.json"});
   ASSERT_EQ(c.size(), 2u);
