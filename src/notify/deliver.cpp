@@ -3,9 +3,11 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -151,9 +153,19 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
     return out;
   }
   util::UniqueFd rd(fds[0]), wr(fds[1]);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
     reset_signals_in_child();
+    // The child keeps its own deadline: a parent killed meanwhile (a killed
+    // `outbox flush`) can no longer stop it, and it holds the entries' locks.
+    // It dies with its parent, and by SIGALRM a moment after the deadline.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(1);  // the parent died before prctl took effect
+    }
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
+    ::alarm(static_cast<unsigned>(std::max<int64_t>(1, left.count() + 1)));
     rd.reset();
     for (const auto& id : ids) {
       EntryResult r = deliver_one(config, outbox, id, deadline);

@@ -310,6 +310,46 @@ class OutboxEntries(RunTestCase):
             self.assertEqual(len(hook.posts), 2)
 
 
+class DeliveryChild(RunTestCase):
+    """Issue 15: a killed `outbox flush` left its delivery child running past the
+    deadline, holding the message's lock."""
+
+    def test_delivery_child_dies_with_a_killed_flush(self):
+        import signal as pysignal
+        import time
+        cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+        p = subprocess.run(cmd, capture_output=True, env=self.env, cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3)  # queued: no channel configured
+        with SmtpSink(hang=True) as silent:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{silent.port}",
+                       GPUALERT_TO="me@example.org", GPUALERT_NOTIFY_TIMEOUT="300s")
+            flush = subprocess.Popen([BIN, "outbox", "flush"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            children = f"/proc/{flush.pid}/task/{flush.pid}/children"
+            child = None
+            for _ in range(500):  # until the delivery child is talking to the server
+                with open(children) as f:
+                    pids = f.read().split()
+                if pids and silent.handler.hung.is_set():
+                    child = int(pids[0])
+                    break
+                time.sleep(0.02)
+            self.assertIsNotNone(child, "no delivery child started")
+            flush.send_signal(pysignal.SIGKILL)
+            flush.wait()
+            # Far less than the 300 s deadline: it dies with its parent.
+            for _ in range(600):
+                if not os.path.exists(f"/proc/{child}") or \
+                        open(f"/proc/{child}/stat").read().split()[2] == "Z":
+                    break
+                time.sleep(0.1)
+            alive = os.path.exists(f"/proc/{child}") and \
+                open(f"/proc/{child}/stat").read().split()[2] != "Z"
+            if alive:
+                os.kill(child, pysignal.SIGKILL)
+            self.assertFalse(alive, "the delivery child outlived its killed flush")
+
+
 OTHER_USER = "gpualert-other"
 
 
