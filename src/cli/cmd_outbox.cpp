@@ -1,4 +1,7 @@
 // cli/cmd_outbox.cpp: `gpualert outbox list | flush`: what is waiting, and sending it.
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
@@ -14,6 +17,7 @@
 #include "notify/outbox.hpp"
 #include "notify/pending.hpp"
 #include "notify/text_filters.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -97,6 +101,8 @@ int cmd_outbox(int argc, char** argv) {
       ->check(CLI::IsMember({"list", "flush", "withdraw"}));
   app.add_option("ID", ids, "withdraw: the entries to remove unsent (ids as `list` shows them)");
   flags.add_to(app, "the most a flush may take (default 60s)", /*with_recipients=*/false);
+  bool if_idle = false;  // for `run`'s background flush: none when another flush runs
+  app.add_flag("--if-idle", if_idle)->group("");
   if (auto done = parse_args(app, argc, argv, "outbox")) {
     return *done;
   }
@@ -112,6 +118,21 @@ int cmd_outbox(int argc, char** argv) {
     }
     return 0;
   }
+  // One flush at a time: several runs ending together must not each start one
+  // against the same (perhaps silent) server. `run`'s background flush leaves it
+  // to the one running; a flush asked for by a person waits its turn.
+  util::UniqueFd flush_lock;
+  if (action == "flush") {
+    if (util::make_dirs(outbox.dir(), 0700)) {
+      flush_lock.reset(::open((outbox.dir() + "/flush.lock").c_str(),
+                              O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    }
+    if (flush_lock.valid() &&
+        ::flock(flush_lock.get(), if_idle ? LOCK_EX | LOCK_NB : LOCK_EX) != 0) {
+      return 0;  // --if-idle and another flush is running: it sends what is here
+    }
+  }
+  outbox.tidy();
   auto entries = outbox.list();
   if (!entries) {
     std::fprintf(stderr, "gpualert: error: outbox: %s\n", entries.error().c_str());
@@ -123,6 +144,11 @@ int cmd_outbox(int argc, char** argv) {
     }
     for (const auto& p : notify::list_pending(*config)) {
       print_pending(p);
+    }
+    for (const auto& d : outbox.dead()) {
+      std::fprintf(stderr, "gpualert: WARNING: given up: %s %s (%s); it is in %s/dead\n",
+                   d.id.c_str(), notify::sanitize_header_value(d.subject, 200).c_str(),
+                   notify::sanitize_header_value(d.last_error, 400).c_str(), outbox.dir().c_str());
     }
     return 0;
   }

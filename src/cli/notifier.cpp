@@ -217,7 +217,7 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
   if (!notify::has_channel(config) || !notify::outbox_has_pending(config)) {
     return;
   }
-  std::vector<std::string> args = {"outbox", "flush"};
+  std::vector<std::string> args = {"outbox", "flush", "--if-idle"};
   auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way

@@ -226,6 +226,13 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
   std::string path = payload_path(meta);
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
+    if (errno == ENOENT && ::access(meta_path(id).c_str(), F_OK) == 0) {
+      // A sidecar without its payload (or naming another channel than the file
+      // it has) can never be sent: not "being delivered by another process".
+      std::string why = "its payload " + path + " is missing";
+      bury(id, why);
+      return util::Error{why + "; moved to " + m_dir + "/dead"};
+    }
     return ClaimedEntry{};
   }
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -289,7 +296,100 @@ util::Status Outbox::record_failure(ClaimedEntry& entry, const std::string& reas
   m.attempts += 1;
   m.last_attempt = util::iso8601_local(std::time(nullptr));
   m.last_error = reason;
-  return write_meta(m);
+  auto st = write_meta(m);
+  struct stat ps {};
+  bool old = ::stat(payload_path(m).c_str(), &ps) == 0 &&
+             std::time(nullptr) - ps.st_mtime > k_max_age_s;  // the payload is never rewritten
+  if (m.attempts >= k_max_attempts || old) {
+    bury(m.id, "given up after " + std::to_string(m.attempts) + " attempts" +
+                   (old ? " over more than 7 days" : "") + "; last: " + reason);
+  }
+  return st;
+}
+
+void Outbox::bury(const std::string& id, const std::string& reason) const {
+  std::string dead = m_dir + "/dead";
+  if (!util::make_dirs(dead, 0700)) {
+    return;
+  }
+  for (const char* ext : {".eml", ".json"}) {
+    ::rename((m_dir + "/new/" + id + ext).c_str(), (dead + "/" + id + ext).c_str());
+  }
+  EntryMeta m;
+  if (auto text = util::read_file(meta_path(id))) {
+    json j = json::parse(*text, nullptr, false);
+    try {
+      m = j.is_object() ? from_json(j) : EntryMeta{};
+    } catch (const json::exception&) {
+    }
+  }
+  m.id = id;
+  m.channel = m.channel.empty() ? channel_of(id) : m.channel;
+  m.last_error = reason;
+  if (util::write_file_atomic(
+          dead + "/" + id + ".meta",
+          to_json(m).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0600)) {
+    ::unlink(meta_path(id).c_str());
+  }
+}
+
+void Outbox::tidy() const {
+  std::string dir = m_dir + "/new";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    return;
+  }
+  std::vector<std::string> orphans;
+  const std::time_t now = std::time(nullptr);
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    for (std::string_view ext : {".eml", ".json"}) {
+      if (!ends_with(name, ext)) {
+        continue;
+      }
+      std::string id = name.substr(0, name.size() - ext.size());
+      struct stat st {};
+      if (::access(meta_path(id).c_str(), F_OK) != 0 &&
+          ::stat((dir + "/" + name).c_str(), &st) == 0 && now - st.st_mtime > 60) {
+        orphans.push_back(id);
+      }
+    }
+  }
+  ::closedir(d);
+  for (const auto& id : orphans) {
+    bury(id, "payload without its sidecar (.meta): not sendable as it is");
+  }
+}
+
+std::vector<EntryMeta> Outbox::dead() const {
+  std::vector<EntryMeta> out;
+  std::string dir = m_dir + "/dead";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    return out;
+  }
+  std::vector<std::string> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (ends_with(name, ".meta")) {
+      ids.push_back(name.substr(0, name.size() - 5));
+    }
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  for (const auto& id : ids) {
+    EntryMeta m;
+    if (auto text = util::read_file(dir + "/" + id + ".meta")) {
+      json j = json::parse(*text, nullptr, false);
+      try {
+        m = j.is_object() ? from_json(j) : EntryMeta{};
+      } catch (const json::exception&) {
+      }
+    }
+    m.id = id;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 util::Status Outbox::mark_sent(ClaimedEntry& entry) const {

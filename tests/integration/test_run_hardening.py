@@ -310,6 +310,31 @@ class OutboxEntries(RunTestCase):
             self.assertEqual(len(hook.posts), 2)
 
 
+class OneFlusher(RunTestCase):
+    """Issue 14: every run started its own background flush (three runs, three
+    flushers against one silent server): one at a time is enough."""
+
+    def test_background_flush_leaves_it_to_the_one_running(self):
+        import fcntl
+        cmd = [BIN, "run", "--log-dir", self.logs, "--", *EXIT3]
+        p = subprocess.run(cmd, capture_output=True, env=self.env, cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 3)  # queued: no channel configured
+        with SmtpSink() as smtp:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}",
+                       GPUALERT_TO="me@example.org")
+            lock = os.path.join(self.state, "outbox", "flush.lock")
+            with open(lock, "a") as held:  # a flush is running
+                fcntl.flock(held, fcntl.LOCK_EX)
+                f = subprocess.run([BIN, "outbox", "flush", "--if-idle"], capture_output=True,
+                                   env=env, timeout=60)
+                self.assertEqual(f.returncode, 0, f.stderr)
+                self.assertEqual(smtp.messages, [])
+            f = subprocess.run([BIN, "outbox", "flush", "--if-idle"], capture_output=True,
+                               env=env, timeout=60)
+            self.assertEqual(f.returncode, 0, f.stderr)
+            self.assertEqual(len(smtp.messages), 1)
+
+
 class DeliveryChild(RunTestCase):
     """Issue 15: a killed `outbox flush` left its delivery child running past the
     deadline, holding the message's lock."""
