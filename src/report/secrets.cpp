@@ -56,9 +56,32 @@ std::string mask_key_runs(std::string s) {
   return s;
 }
 
+// Whether any of the patterns below could match: each needs one of these words.
+// Most lines (and most commands: `python train.py --lr 3e-4`) have none, and then
+// the patterns are neither compiled nor run: the log header is written with the
+// command before the job starts, where every microsecond is the job's.
+bool may_hold_secret(std::string_view line) {
+  static constexpr std::string_view k_words[] = {
+      "token", "secret", "passw", "pwd",  "key",         "auth", "bearer", "://",  "hf_", "ghp_",
+      "gho_",  "ghu_",   "ghs_",  "ghr_", "github_pat_", "sk-",  "xox",    "akia", "asia"};
+  std::string lower(line);
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (auto w : k_words) {
+    if (lower.find(w) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string mask_secrets(std::string_view line) {
+  if (!may_hold_secret(line)) {
+    return mask_key_runs(std::string(line));
+  }
   // RE2, not std::regex: this runs on untrusted log text (linear time, no recursion).
   // Names that end in a secret word, then '=' or ':' (env, YAML, JSON, INI, logs).
   static const RE2 k_assign(
@@ -89,15 +112,18 @@ std::string mask_secrets(std::string_view line) {
 }
 
 std::vector<std::string> mask_argv(const std::vector<std::string>& argv) {
-  static const RE2 k_secret_flag(
-      R"(--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key))",
-      insensitive());
+  auto secret_flag = [](const std::string& a) {
+    static const RE2 k_secret_flag(
+        R"(--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key))",
+        insensitive());
+    return RE2::FullMatch(a, k_secret_flag);
+  };
   std::vector<std::string> out;
   out.reserve(argv.size());
   bool value_of_secret_flag = false;
   for (const auto& a : argv) {
     out.push_back(value_of_secret_flag ? std::string(k_mask) : mask_secrets(a));
-    value_of_secret_flag = RE2::FullMatch(a, k_secret_flag);
+    value_of_secret_flag = may_hold_secret(a) && secret_flag(a);
   }
   return out;
 }
