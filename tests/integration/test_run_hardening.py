@@ -273,6 +273,20 @@ class NoticeNotLost(RunTestCase):
             self.assertEqual(smtp.messages[0][1], ["ok@example.com"])
 
 
+class UsageErrors(RunTestCase):
+    """Issue 13: --config pointing at a directory or /dev/zero was accepted as an
+    empty config. Issue 6: --to is checked like GPUALERT_TO."""
+
+    def test_config_that_is_not_a_file_and_bad_to_exit_2_before_the_job(self):
+        marker = os.path.join(self.tmp, "ran")
+        for opts in (["--config", "/dev/zero"], ["--config", self.tmp],
+                     ["--to", "j\u00f6rg@example.com"], ["--to", "nobody"]):
+            p, _ = self.run_wrapped(["touch", marker], opts=opts)
+            self.assertEqual(p.returncode, 2, (opts, p.stderr))
+            self.assertIn(b"gpualert: error:", p.stderr)
+            self.assertFalse(os.path.exists(marker), opts)
+
+
 class OutboxEntries(RunTestCase):
     """Issue 16: a queued webhook notice forgot its URL; mail sent from the outbox said
     'To: undisclosed-recipients:;'; with the webhook failing and SMTP working, run's
