@@ -1,8 +1,12 @@
 #include "classify/taxonomy.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <string>
+
+#include "util/signals.hpp"
 
 namespace classify {
 
@@ -34,19 +38,6 @@ const std::vector<LabelInfo> k_labels = {
     {"unknown", "-", "read the log"},
 };
 
-struct SignalEntry {
-  std::string_view name;
-  int number;
-};
-
-const SignalEntry k_signals[] = {
-    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGILL", SIGILL},
-    {"SIGTRAP", SIGTRAP}, {"SIGABRT", SIGABRT}, {"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},
-    {"SIGKILL", SIGKILL}, {"SIGUSR1", SIGUSR1}, {"SIGSEGV", SIGSEGV}, {"SIGUSR2", SIGUSR2},
-    {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM}, {"SIGTERM", SIGTERM}, {"SIGXCPU", SIGXCPU},
-    {"SIGXFSZ", SIGXFSZ}, {"SIGSYS", SIGSYS},   {"SIGIOT", SIGABRT},
-};
-
 }  // namespace
 
 const std::vector<LabelInfo>& labels() { return k_labels; }
@@ -60,29 +51,13 @@ const LabelInfo* find_label(std::string_view label) {
   return nullptr;
 }
 
-int signal_number(std::string_view name) {
-  if (name.empty()) {
-    return 0;
-  }
-  if (name.find_first_not_of("0123456789") == std::string_view::npos) {
-    return name.size() <= 3 ? std::stoi(std::string(name)) : 0;
-  }
-  for (const auto& s : k_signals) {
-    if (s.name == name || s.name.substr(3) == name) {
-      return s.number;
-    }
-  }
-  return 0;
-}
+int signal_number(std::string_view name) { return util::signal_number(name); }
 
 std::string_view signal_name(int signal, char (&buf)[16]) {
-  for (const auto& s : k_signals) {
-    if (s.number == signal) {
-      return s.name;
-    }
-  }
-  int n = std::snprintf(buf, sizeof buf, "SIG%d", signal);
-  return std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  std::string name = util::signal_name(signal);
+  size_t n = std::min(name.size(), sizeof buf);
+  std::memcpy(buf, name.data(), n);
+  return std::string_view(buf, n);
 }
 
 }  // namespace classify

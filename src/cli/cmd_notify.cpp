@@ -28,6 +28,8 @@ int cmd_notify(int argc, char** argv) {
   std::vector<std::string> supersede;  // for `run`: held entries this notice replaces
   app.add_option("--hold", hold)->group("")->check(CLI::NonNegativeNumber);
   app.add_option("--supersede", supersede)->group("");
+  std::string report_path;  // for `run`: report.json is elsewhere (a full log device)
+  app.add_option("--report", report_path)->group("");
   app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
       ->required();
   if (auto done = parse_args(app, argc, argv, "notify")) {
@@ -38,6 +40,7 @@ int cmd_notify(int argc, char** argv) {
   notice.attach = attach;
   notice.hold_seconds = hold;
   notice.supersede = supersede;
+  notice.report_path = report_path;
   auto config = flags.load();
   if (!config) {
     return 2;

@@ -1,4 +1,7 @@
 // cli/cmd_outbox.cpp: `gpualert outbox list | flush`: what is waiting, and sending it.
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
@@ -10,8 +13,11 @@
 #include "cli/parse_args.hpp"
 #include "notify/config.hpp"
 #include "notify/deliver.hpp"
+#include "notify/notify.hpp"
 #include "notify/outbox.hpp"
+#include "notify/pending.hpp"
 #include "notify/text_filters.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -38,6 +44,51 @@ void print_entry(const notify::EntryMeta& m) {
               notify::sanitize_header_value(m.subject, 200).c_str(), note.c_str());
 }
 
+// A notice `run` could not build (no helper then): the same columns, "pending" as
+// its channel and why in the last one.
+void print_pending(const notify::PendingNotice& p) {
+  std::string to;
+  for (const auto& t : p.to) {
+    to += (to.empty() ? "" : ",") + t;
+  }
+  std::printf("%s\tpending\t%s\t0 attempts\t%s\tnot built yet: %s\n", p.id.c_str(),
+              to.empty() ? "-" : to.c_str(), notify::sanitize_header_value(p.run_dir, 200).c_str(),
+              notify::sanitize_header_value(p.reason, 400).c_str());
+}
+
+// Builds each pending notice into the outbox and sends it, as `run` would have.
+// Returns how many are still pending or were not delivered; counts all in `total`.
+int build_pending(const notify::Config& config, size_t& total) {
+  int kept = 0;
+  for (const auto& p : notify::list_pending(config)) {
+    if (!notify::take_pending(config, p)) {
+      continue;  // another flush has it
+    }
+    ++total;
+    notify::RunNotice rn;
+    rn.run_dir = p.run_dir;
+    rn.report_path = p.report_path;
+    rn.attach = p.attach;
+    if (p.budget_bytes > 0) {
+      rn.budget_bytes = p.budget_bytes;
+    }
+    notify::Config c = config;
+    if (!p.to.empty()) {
+      c.to = p.to;
+    }
+    notify::Outcome out = notify::notify_run(rn, c);
+    bool built = out.delivered || !out.ids.empty();
+    notify::finish_pending(config, p, built);
+    if (out.delivered) {
+      std::printf("sent\t%s\t%s\n", p.id.c_str(), out.where.c_str());
+    } else {
+      ++kept;
+      std::printf("kept\t%s\t%s\n", p.id.c_str(), out.detail.c_str());
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 int cmd_outbox(int argc, char** argv) {
@@ -50,6 +101,8 @@ int cmd_outbox(int argc, char** argv) {
       ->check(CLI::IsMember({"list", "flush", "withdraw"}));
   app.add_option("ID", ids, "withdraw: the entries to remove unsent (ids as `list` shows them)");
   flags.add_to(app, "the most a flush may take (default 60s)", /*with_recipients=*/false);
+  bool if_idle = false;  // for `run`'s background flush: none when another flush runs
+  app.add_flag("--if-idle", if_idle)->group("");
   if (auto done = parse_args(app, argc, argv, "outbox")) {
     return *done;
   }
@@ -65,6 +118,21 @@ int cmd_outbox(int argc, char** argv) {
     }
     return 0;
   }
+  // One flush at a time: several runs ending together must not each start one
+  // against the same (perhaps silent) server. `run`'s background flush leaves it
+  // to the one running; a flush asked for by a person waits its turn.
+  util::UniqueFd flush_lock;
+  if (action == "flush") {
+    if (util::make_dirs(outbox.dir(), 0700)) {
+      flush_lock.reset(::open((outbox.dir() + "/flush.lock").c_str(),
+                              O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    }
+    if (flush_lock.valid() &&
+        ::flock(flush_lock.get(), if_idle ? LOCK_EX | LOCK_NB : LOCK_EX) != 0) {
+      return 0;  // --if-idle and another flush is running: it sends what is here
+    }
+  }
+  outbox.tidy();
   auto entries = outbox.list();
   if (!entries) {
     std::fprintf(stderr, "gpualert: error: outbox: %s\n", entries.error().c_str());
@@ -77,8 +145,18 @@ int cmd_outbox(int argc, char** argv) {
     for (const auto& m : *entries) {
       print_entry(m);
     }
+    for (const auto& p : notify::list_pending(*config)) {
+      print_pending(p);
+    }
+    for (const auto& d : outbox.dead()) {
+      std::fprintf(stderr, "gpualert: WARNING: given up: %s %s (%s); it is in %s/dead\n",
+                   d.id.c_str(), notify::sanitize_header_value(d.subject, 200).c_str(),
+                   notify::sanitize_header_value(d.last_error, 400).c_str(), outbox.dir().c_str());
+    }
     return 0;
   }
+  size_t total = 0;
+  int pending_kept = build_pending(*config, total);
   for (const auto& m : *entries) {
     if (notify::is_held(m)) {
       std::printf("held\t%s\t%s\n", m.id.c_str(), held_until(m).c_str());
@@ -87,7 +165,7 @@ int cmd_outbox(int argc, char** argv) {
     }
   }
   auto results = notify::deliver_isolated(*config, outbox, ids, config->notify_timeout);
-  int kept = 0;
+  int kept = pending_kept;
   for (const auto& r : results) {
     if (r.ok) {
       std::printf("sent\t%s\n", r.id.c_str());
@@ -97,8 +175,9 @@ int cmd_outbox(int argc, char** argv) {
     }
   }
   if (kept > 0) {
-    std::fprintf(stderr, "gpualert: %d of %zu notification%s still in %s\n", kept, results.size(),
-                 results.size() == 1 ? "" : "s", outbox.dir().c_str());
+    total += results.size();
+    std::fprintf(stderr, "gpualert: %d of %zu notification%s still in %s\n", kept, total,
+                 total == 1 ? "" : "s", outbox.dir().c_str());
     return 1;
   }
   return 0;

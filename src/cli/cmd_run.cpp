@@ -1,5 +1,6 @@
 // cli/cmd_run.cpp: `gpualert run [OPTIONS] -- COMMAND [ARGS...]`: options, then run_job().
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/parse_args.hpp"
 #include "cli/run_job.hpp"
+#include "util/signals.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -46,14 +48,13 @@ Examples:
       0, 0
     };
     ::setrlimit(RLIMIT_CORE, &no_core);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
+    util::set_default_action(sig);  // also for glibc's 32 and 33, which sigaction refuses
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, sig);
     ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    ::raise(sig);
+    // tgkill, not raise(): glibc's raise refuses its internal signals 32 and 33.
+    ::syscall(SYS_tgkill, ::getpid(), ::gettid(), sig);
     // Signals whose default is to ignore or stop can't end us: use the shell's code.
     std::_Exit(128 + sig);
   }

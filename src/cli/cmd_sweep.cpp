@@ -289,7 +289,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
                          (facts->status ? "its footer" : (job ? "Slurm" : "nothing")) + " said");
   std::vector<std::string> held = rep.held_notices;
   rep.held_notices.clear();
-  if (auto s = util::write_file_atomic(report_path, report::to_json(rep).dump(2) + "\n", 0644);
+  if (auto s = util::write_file_atomic(report_path, report::to_text(rep), 0644);
       !s) {
     message = "write " + report_path + ": " + s.error();
     return Outcome::failed;

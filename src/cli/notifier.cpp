@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/sweep.hpp"
+#include "notify/pending.hpp"
 #include "notify/policy.hpp"
 #include "supervise/exit_status.hpp"
 #include "util/child.hpp"
@@ -110,7 +111,8 @@ std::string notify_helper_path() {
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
                                 const notify::Config& config, int64_t hold_seconds,
-                                const std::vector<std::string>& supersede) {
+                                const std::vector<std::string>& supersede,
+                                const std::string& report_path) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return {false, false, "", std::string("pipe: ") + std::strerror(errno)};
@@ -132,13 +134,37 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
   for (const auto& id : supersede) {
     args.insert(args.end(), {"--supersede", id});
   }
+  if (!report_path.empty()) {
+    args.insert(args.end(), {"--report", report_path});
+  }
   args.push_back(run_dir);
   pid_t pid = spawn_helper(args, wr.get(), false);
   wr.reset();
   if (pid < 0) {
-    return {false, false, "",
-            std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno) +
-                "; report and log are in " + run_dir};
+    // Without the helper nothing here can build the message (that needs libcurl):
+    // keep what it needs, for `outbox flush` once the helper is there.
+    std::string why =
+        notify_helper_path().empty()
+            ? std::string(k_helper_name) + " is not installed beside gpualert"
+            : std::string("cannot start ") + k_helper_name + ": " + std::strerror(errno);
+    notify::PendingNotice pending;
+    pending.run_dir = run_dir;
+    pending.report_path = report_path;
+    pending.attach = attach;
+    pending.to = config.to;
+    pending.budget_bytes = budget_bytes;
+    pending.reason = why;
+    auto queued = hold_seconds > 0 ? util::Result<std::string>(util::Error{"held notices are not "
+                                                                           "kept without it"})
+                                   : notify::queue_pending(config, pending);
+    if (!queued) {
+      return {false, false, "",
+              why + "; the notice could not be queued either (" + queued.error() +
+                  "); report and log are in " + run_dir};
+    }
+    return {false, true, *queued,
+            why + ": the notice is queued in " + *queued + "; install " + k_helper_name +
+                " in the same directory as gpualert, then run `gpualert outbox flush`"};
   }
   // The helper keeps its own (shorter) delivery deadline; this one bounds all of
   // it, a helper that crashed or hung while building the message included.
@@ -192,7 +218,7 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
   if (!notify::has_channel(config) || !notify::outbox_has_pending(config)) {
     return;
   }
-  std::vector<std::string> args = {"outbox", "flush"};
+  std::vector<std::string> args = {"outbox", "flush", "--if-idle"};
   auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way

@@ -36,7 +36,8 @@ std::string notify_helper_path();
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
                                 const notify::Config& config, int64_t hold_seconds = 0,
-                                const std::vector<std::string>& supersede = {});
+                                const std::vector<std::string>& supersede = {},
+                                const std::string& report_path = "");
 
 // Starts `gpualert-notify outbox flush` detached (own session, stdio on /dev/null) when
 // a channel is configured and the outbox has entries; returns at once, never waits.

@@ -38,6 +38,10 @@ struct NotifyFlags {
       return std::nullopt;
     }
     if (!to.empty()) {
+      if (auto st = notify::check_recipients(to); !st) {
+        std::fprintf(stderr, "gpualert: error: --to: %s\n", st.error().c_str());
+        return std::nullopt;
+      }
       config->to = to;
     }
     if (!timeout.empty()) {

@@ -91,11 +91,28 @@ std::string current_dir() {
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
 }
 
-std::vector<std::string> fallback_bases(const notify::Config& config) {
-  std::vector<std::string> bases = {notify::state_dir(config) + "/runs"};
+// Where the run directory goes when the log directory can't be used: private
+// places only (the log holds everything the job printed). The tmp one is refused
+// when someone else made it first; `notes` says why a place was left out.
+std::vector<std::string> fallback_bases(const notify::Config& config,
+                                        std::vector<std::string>& notes) {
+  std::vector<std::string> bases;
+  std::string state = notify::state_dir(config);
+  if (util::make_dirs(state, 0700)) {
+    if (auto st = util::private_dir(state + "/runs"); st) {
+      bases.push_back(state + "/runs");
+    } else {
+      notes.push_back(st.error());
+    }
+  }
   const char* tmp = std::getenv("TMPDIR");
   std::string t = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
-  bases.push_back(t + "/gpualert-" + std::to_string(::geteuid()) + "/runs");
+  std::string mine = t + "/gpualert-" + std::to_string(::geteuid());
+  if (auto st = util::private_dir(mine); st) {
+    bases.push_back(mine + "/runs");
+  } else {
+    notes.push_back(st.error());
+  }
   return bases;
 }
 
@@ -148,6 +165,10 @@ RunEnding run_job(const RunOptions& o) {
   }
   notify::Config config = std::move(*config_r);
   if (!o.to.empty()) {
+    if (auto st = notify::check_recipients(o.to); !st) {
+      std::fprintf(stderr, "gpualert: error: --to: %s\n", st.error().c_str());
+      return RunEnding{2, std::nullopt};
+    }
     config.to = o.to;
   }
   if (!o.notify_when.empty()) {
@@ -199,8 +220,17 @@ RunEnding run_job(const RunOptions& o) {
   }
   report::HeaderFacts header{rep.name,    rep.argv, rep.cwd, rep.host, rep.user,
                              rep.started, rep.env,  ::getpid(), report::current_boot_id()};
-  report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
+  std::vector<std::string> refused;
+  report::RunDirRequest req{log_dir, {}, rep.name, rep.host, start_t};
+  // The private fallbacks are looked at only when the log directory fails.
   auto run_dir = report::create_run_dir(req, header);
+  if (!run_dir) {
+    req.fallback_bases = fallback_bases(config, refused);
+    run_dir = report::create_run_dir(req, header);
+    for (const auto& why : refused) {
+      std::fprintf(stderr, "gpualert: WARNING: %s\n", why.c_str());
+    }
+  }
   std::vector<std::string> env =
       job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
   if (!run_dir) {
@@ -297,9 +327,8 @@ RunEnding run_job(const RunOptions& o) {
         rep, scheduler_lines,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count());
     auto write = [&] {
-      return util::write_file_atomic(rep.run_dir + "/report.json",
-                                     report::to_json(*provisional).dump(2) + "\n", 0644,
-                                     util::Durability::replace_only);
+      return util::write_file_atomic(rep.run_dir + "/report.json", report::to_text(*provisional),
+                                     0644, util::Durability::replace_only);
     };
     if (!provisional || !write()) {
       return;
@@ -395,7 +424,7 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   std::string report_path = rep.run_dir + "/report.json";
-  std::string report_text = report::to_json(rep).dump(2) + "\n";
+  std::string report_text = report::to_text(rep);
   // report.json is derived from output.log (which is synced): `gpualert classify`
   // gives it again, so it is replaced atomically but not fsynced, off the job's path.
   if (auto st =
@@ -427,8 +456,9 @@ RunEnding run_job(const RunOptions& o) {
   }
   if (notify::should_notify(config, rep)) {
     // The final notice replaces the held one, if one was kept.
-    NotifyOutcome outcome = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes,
-                                              o.config_file, config, 0, held);
+    NotifyOutcome outcome = notify_via_helper(
+        rep.run_dir, o.attach, config.budget_bytes, o.config_file, config, 0, held,
+        report_path == rep.run_dir + "/report.json" ? std::string() : report_path);
     if (outcome.delivered) {
       notice = "notified " + outcome.where;
     } else {

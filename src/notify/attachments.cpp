@@ -116,6 +116,13 @@ util::Result<std::string> read_prefix(const std::string& path, uint64_t max) {
 
 }  // namespace
 
+uint64_t encoded_size(uint64_t raw) {
+  uint64_t chars = (raw + 2) / 3 * 4;
+  return chars + (chars + 75) / 76 * 2;
+}
+
+uint64_t raw_for_encoded(uint64_t encoded) { return encoded / 78 * 76 / 4 * 3; }
+
 std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candidate>& candidates) {
   std::vector<Attachment> out;
   for (const auto& c : candidates) {
@@ -126,12 +133,12 @@ std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candid
     a.content_type = content_type_for(c.name);
     if (!c.rejected.empty()) {
       a.note = c.rejected;
-    } else if (c.size > remaining) {
-      a.note = "over budget: needs " + util::human_size(c.size) + ", " +
+    } else if (encoded_size(c.size) > remaining) {
+      a.note = "over budget: needs " + util::human_size(encoded_size(c.size)) + " as sent, " +
                util::human_size(remaining) + " left";
     } else {
       a.attached = true;
-      remaining -= c.size;
+      remaining -= encoded_size(c.size);
     }
     out.push_back(std::move(a));
   }
@@ -223,9 +230,11 @@ Attachment log_attachment(const std::string& log_path, uint64_t budget,
 }
 
 std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<std::string>& globs,
-                                    std::vector<std::string> skip_real) {
+                                    std::vector<std::string> skip_real,
+                                    const std::string& run_dir) {
   std::vector<Candidate> out;
   std::string real_cwd = real_path(cwd);
+  std::string real_run = run_dir.empty() ? std::string() : real_path(run_dir);
   std::set<std::string> names;
   for (const auto& pattern : globs) {
     std::string full = !pattern.empty() && pattern[0] == '/' ? pattern : cwd + "/" + pattern;
@@ -236,6 +245,9 @@ std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<st
       ::globfree(&g);
       continue;
     }
+    // A pattern reaches only the job's directory and the run directory; a file
+    // anywhere else is attached when it is named as it is, without wildcards.
+    const bool wildcard = pattern.find_first_of("*?[{") != std::string::npos;
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       Candidate c;
       c.path = g.gl_pathv[i];
@@ -249,6 +261,11 @@ std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<st
       struct stat st {};
       if (real.empty() || ::stat(real.c_str(), &st) != 0) {
         c.rejected = std::string("cannot resolve: ") + std::strerror(errno);
+      } else if (wildcard && !(!real_cwd.empty() && is_under(real, real_cwd)) &&
+                 !(!real_run.empty() && is_under(real, real_run))) {
+        c.rejected =
+            "outside the job's directory and the run directory (name it without wildcards "
+            "to attach it)";
       } else if (real != normalize(c.path) && !real_cwd.empty() && !is_under(real, real_cwd)) {
         c.rejected = "symlink pointing outside the working directory (to " + real + ")";
       } else if (S_ISDIR(st.st_mode)) {
@@ -272,22 +289,24 @@ std::vector<Attachment> gather_attachments(const std::string& log_path, const st
                                            const std::vector<std::string>& globs, uint64_t budget,
                                            const std::string& full_log_where) {
   std::vector<Attachment> out;
-  out.push_back(log_attachment(log_path, budget, full_log_where));
-  uint64_t remaining = budget - (out[0].attached ? out[0].size : 0);
-  auto planned = plan_budget(remaining, expand_globs(cwd, globs, {real_path(log_path)}));
+  out.push_back(log_attachment(log_path, raw_for_encoded(budget), full_log_where));
+  uint64_t used = out[0].attached ? encoded_size(out[0].size) : 0;
+  uint64_t remaining = budget > used ? budget - used : 0;
+  std::string run_dir = log_path.substr(0, log_path.find_last_of('/') + 1);
+  auto planned = plan_budget(remaining, expand_globs(cwd, globs, {real_path(log_path)}, run_dir));
   for (auto& a : planned) {
     if (a.attached) {
       auto data = read_prefix(a.path, a.size + 1);
       if (!data) {
         a.attached = false;
         a.note = data.error();
-      } else if (data->size() > remaining) {
+      } else if (encoded_size(data->size()) > remaining) {
         a.attached = false;
         a.note = "grew past the budget while being read";
       } else {
         a.data = std::move(*data);
         a.size = a.data.size();
-        remaining -= a.size;
+        remaining -= encoded_size(a.size);
       }
     }
     out.push_back(std::move(a));

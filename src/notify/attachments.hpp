@@ -4,9 +4,9 @@
 // cwd and the --attach globs. The log goes first, gzipped (or, when even that
 // is too big, its head and tail with a note of the cut), then each glob's
 // matches in order. Every file considered comes back, attached or not, with a
-// reason when not: nothing is dropped silently. The budget counts the bytes of
-// the attached files (the gzipped log counts compressed); base64 on the wire
-// adds about a third on top.
+// reason when not: nothing is dropped silently. The budget counts the bytes the
+// attachments take in the message as sent (base64: 4 for 3, CRLF every 76), so
+// that a 10 MiB budget is a message of about 10 MiB, not 13.7.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,13 @@ struct Candidate {
   std::string rejected;
 };
 
-// Pure budget planning: in order, each candidate is attached when it fits in
-// what is left; the rest carry their reason. data is not filled.
+// Bytes that `raw` bytes take base64-encoded in a message, and the inverse (at most).
+uint64_t encoded_size(uint64_t raw);
+uint64_t raw_for_encoded(uint64_t encoded);
+
+// Pure budget planning: in order, each candidate is attached when its encoded
+// size fits in what is left (`remaining`, encoded bytes); the rest carry their
+// reason. data is not filled.
 std::vector<Attachment> plan_budget(uint64_t remaining, const std::vector<Candidate>& candidates);
 
 // When the whole log does not fit: how many bytes of head and tail to keep
@@ -57,9 +62,13 @@ Attachment log_attachment(const std::string& log_path, uint64_t budget,
                           const std::string& full_log_where);
 
 // Expands globs relative to cwd (absolute ones as they are), in order, and
-// classifies each match. `skip_real` holds real paths already attached.
+// classifies each match. `skip_real` holds real paths already attached. A
+// pattern with wildcards may match only files under cwd or run_dir (so that
+// '../../*' or '/etc/*' attach nothing); a path named without wildcards is
+// taken wherever it is, since the person asked for exactly that file.
 std::vector<Candidate> expand_globs(const std::string& cwd, const std::vector<std::string>& globs,
-                                    std::vector<std::string> skip_real = {});
+                                    std::vector<std::string> skip_real = {},
+                                    const std::string& run_dir = "");
 
 // Everything together: the log, then the globs, read into memory.
 std::vector<Attachment> gather_attachments(const std::string& log_path, const std::string& cwd,

@@ -11,8 +11,8 @@ namespace notify {
 namespace {
 
 TEST(Budget, AttachesInOrderWhileThereIsRoom) {
-  auto plan =
-      plan_budget(100, {{"a", "/w/a", 60, ""}, {"b", "/w/b", 50, ""}, {"c", "/w/c", 40, ""}});
+  auto plan = plan_budget(encoded_size(60) + encoded_size(40),
+                          {{"a", "/w/a", 60, ""}, {"b", "/w/b", 50, ""}, {"c", "/w/c", 40, ""}});
   ASSERT_EQ(plan.size(), 3u);
   EXPECT_TRUE(plan[0].attached);
   EXPECT_FALSE(plan[1].attached);
@@ -29,9 +29,24 @@ TEST(Budget, RejectedCandidatesKeepTheirReasonWhateverTheBudget) {
 }
 
 TEST(Budget, ExactFitIsAttached) {
-  auto plan = plan_budget(10, {{"a", "/w/a", 10, ""}, {"b", "/w/b", 1, ""}});
+  auto plan = plan_budget(encoded_size(10), {{"a", "/w/a", 10, ""}, {"b", "/w/b", 1, ""}});
   EXPECT_TRUE(plan[0].attached);
   EXPECT_FALSE(plan[1].attached);
+}
+
+// Issue: the budget counted raw bytes, and a 10 MiB budget made a 13.3 MB message.
+TEST(Budget, CountsTheSizeAsSentInBase64) {
+  EXPECT_EQ(encoded_size(57), 78u);  // one full line: 76 characters and CRLF
+  EXPECT_EQ(encoded_size(3u << 20), 4304682u);
+  auto plan = plan_budget(
+      10u << 20,
+      {{"a", "/w/a", 3u << 20, ""}, {"b", "/w/b", 3u << 20, ""}, {"c", "/w/c", 3u << 20, ""}});
+  EXPECT_TRUE(plan[0].attached);
+  EXPECT_TRUE(plan[1].attached);
+  EXPECT_FALSE(plan[2].attached);  // three fit raw (9 MiB), not as sent (12.3 MiB)
+  for (uint64_t budget : {100u, 1000u, 10u << 20}) {
+    EXPECT_LE(encoded_size(raw_for_encoded(budget)), budget);
+  }
 }
 
 TEST(Budget, HeadAndTailTakeAtMostHalfTheBudget) {
@@ -92,6 +107,20 @@ TEST_F(Globs, ExpandsInOrderAndExplainsEveryReject) {
             std::string::npos);
   EXPECT_EQ(c[3].rejected, "no file matched");
   EXPECT_NE(c[4].rejected.find("directory"), std::string::npos);
+}
+
+// Issue: '../../*' and '/etc/...' patterns attached files from anywhere.
+TEST_F(Globs, PatternsReachOnlyCwdAndTheRunDirNamedFilesAnywhere) {
+  std::string run = m_root + "/run";
+  mkdir(run.c_str(), 0755);
+  write(run + "/kernel.log", "xid");
+  auto c = expand_globs(
+      m_cwd, {"../*.txt", m_root + "/outside.*", run + "/*.log", "../outside.txt"}, {}, run);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_NE(c[0].rejected.find("outside the job's directory"), std::string::npos);
+  EXPECT_NE(c[1].rejected.find("outside the job's directory"), std::string::npos);
+  EXPECT_TRUE(c[2].rejected.empty()) << c[2].rejected;  // in the run directory
+  EXPECT_TRUE(c[3].rejected.empty()) << c[3].rejected;  // named exactly: taken
 }
 
 TEST_F(Globs, SymlinkInsideCwdIsFineButTheSameFileIsNotAttachedTwice) {

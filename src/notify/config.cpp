@@ -71,7 +71,8 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
   if (key == "to") {
     if (node.is_string()) {
       c.to = split_addresses(node.as_string()->get());
-      return util::ok_status();
+      auto st = check_recipients(c.to);
+      return st ? st : bad(st.error());
     }
     if (!node.is_array()) {
       return bad("expected a string or an array of strings");
@@ -82,6 +83,9 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
         return bad("expected an array of strings");
       }
       c.to.push_back(item.as_string()->get());
+      if (auto st = check_recipient(c.to.back()); !st) {
+        return util::Status(util::Error{where(file, item.source()) + ": to: " + st.error()});
+      }
     }
     return util::ok_status();
   }
@@ -147,6 +151,9 @@ util::Status apply_environment(Config& c) {
   set("GPUALERT_LOG_DIR", c.log_dir);
   if (std::string to = env("GPUALERT_TO"); !to.empty()) {
     c.to = split_addresses(to);
+    if (auto st = check_recipients(c.to); !st) {
+      return util::Error{"GPUALERT_TO: " + st.error()};
+    }
   }
   if (std::string f = env("GPUALERT_WEBHOOK_FORMAT"); !f.empty()) {
     if (f != "slack" && f != "json") {
@@ -167,19 +174,92 @@ util::Status apply_environment(Config& c) {
 }  // namespace
 
 std::vector<std::string> split_addresses(const std::string& list) {
+  // Commas and semicolons separate, except inside a quoted display name or <...>;
+  // whitespace separates only after a whole address ("a@x b@y"), so that
+  // `Alice Smith <a@x>` stays one recipient and `bad address` is reported whole.
   std::vector<std::string> out;
   std::string cur;
-  for (char ch : list + ",") {
-    if (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == ';') {
-      if (!cur.empty()) {
-        out.push_back(cur);
-      }
-      cur.clear();
-    } else {
-      cur += ch;
+  bool quoted = false, angle = false;
+  auto flush = [&] {
+    size_t b = cur.find_first_not_of(" \t\r\n");
+    size_t e = cur.find_last_not_of(" \t\r\n");
+    if (b != std::string::npos) {
+      out.push_back(cur.substr(b, e - b + 1));
+    }
+    cur.clear();
+  };
+  for (char ch : list) {
+    if (ch == '"' && !angle) {
+      quoted = !quoted;
+    } else if (ch == '<' && !quoted) {
+      angle = true;
+    } else if (ch == '>' && !quoted) {
+      angle = false;
+    }
+    bool inside = quoted || angle;
+    if (!inside && (ch == ',' || ch == ';')) {
+      flush();
+      continue;
+    }
+    bool space = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+    if (!inside && space && cur.find('@') != std::string::npos &&
+        (cur.find('<') == std::string::npos || cur.find('>') != std::string::npos)) {
+      flush();
+      continue;
+    }
+    cur += ch;
+  }
+  flush();
+  return out;
+}
+
+util::Status check_recipient(const std::string& recipient) {
+  auto bad = [&](const std::string& why) {
+    return util::Status(util::Error{"recipient '" + util::printable_line(recipient) +
+                                    "' is not an email address (" + why + ")"});
+  };
+  std::string addr = recipient;
+  auto lt = recipient.rfind('<');
+  if (lt != std::string::npos) {
+    if (recipient.back() != '>') {
+      return bad("text after '>'");
+    }
+    addr = recipient.substr(lt + 1, recipient.size() - lt - 2);
+    std::string name = recipient.substr(0, lt);
+    if (!util::is_valid_utf8(name) || name.find_first_of("\r\n<>") != std::string::npos) {
+      return bad("the name before <...> is not one line of UTF-8 text");
     }
   }
-  return out;
+  auto at = addr.rfind('@');
+  if (at == std::string::npos || at == 0 || at + 1 == addr.size()) {
+    return bad("expected name@domain");
+  }
+  for (unsigned char c : addr) {
+    if (c <= 0x20 || c >= 0x7f) {
+      return bad("only ASCII letters, digits and punctuation, no spaces");
+    }
+    if (std::string_view("<>()[]\\,;:\"").find(static_cast<char>(c)) != std::string_view::npos) {
+      return bad(std::string("'") + static_cast<char>(c) + "' is not allowed in an address");
+    }
+  }
+  std::string_view domain = std::string_view(addr).substr(at + 1);
+  if (domain.front() == '.' || domain.back() == '.' ||
+      domain.find("..") != std::string_view::npos ||
+      domain.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+          std::string_view::npos) {
+    return bad("the domain '" + std::string(domain) + "' is not a host name");
+  }
+  return util::ok_status();
+}
+
+util::Status check_recipients(const std::vector<std::string>& to) {
+  for (const auto& r : to) {
+    if (auto st = check_recipient(r); !st) {
+      return st;
+    }
+  }
+  return util::ok_status();
 }
 
 util::Result<Config> load_config(const std::string& file_override) {
@@ -198,6 +278,12 @@ util::Result<Config> load_config(const std::string& file_override) {
     return util::Error{"configuration file " + path + ": No such file or directory"};
   }
   if (file_exists(path)) {
+    // toml++ reads a directory or /dev/zero as an empty file: an empty config that
+    // the user did not mean.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return util::Error{"configuration file " + path + ": not a regular file"};
+    }
     if (auto st = read_file_config(c, path); !st) {
       return util::Error{st.error()};
     }

@@ -46,6 +46,10 @@ util::Result<std::string> smtp_password(const Config& c);
 bool has_channel(const Config& c);
 // "a@x, b@y" -> {"a@x", "b@y"}: commas and whitespace separate, empties dropped.
 std::vector<std::string> split_addresses(const std::string& list);
+// An address is `local@domain` (printable ASCII, a host name as domain), or
+// `Name <local@domain>`; the error names the recipient and what is wrong with it.
+util::Status check_recipient(const std::string& recipient);
+util::Status check_recipients(const std::vector<std::string>& to);
 // The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert,
 // ~/.local/state/gpualert.
 std::string state_dir(const Config& c);

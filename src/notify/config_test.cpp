@@ -103,5 +103,42 @@ TEST_F(ConfigTest, StateDirDefaults) {
   unsetenv("XDG_STATE_HOME");
 }
 
+// Issue: --config pointing at a directory or /dev/zero was read as an empty config.
+TEST_F(ConfigTest, ConfigThatIsNotARegularFileIsAnError) {
+  for (const std::string& path : {m_root, std::string("/dev/zero")}) {
+    auto c = load_config(path);
+    ASSERT_FALSE(c.ok()) << path;
+    EXPECT_NE(c.error().find("not a regular file"), std::string::npos) << c.error();
+  }
+}
+
+TEST(Recipients, SplitKeepsDisplayNamesWhole) {
+  EXPECT_EQ(split_addresses("a@x.org, b@y.org;c@z.org d@w.org"),
+            (std::vector<std::string>{"a@x.org", "b@y.org", "c@z.org", "d@w.org"}));
+  EXPECT_EQ(split_addresses("\"Smith, Alice\" <a@x.org>, Bob Jones <b@y.org>"),
+            (std::vector<std::string>{"\"Smith, Alice\" <a@x.org>", "Bob Jones <b@y.org>"}));
+  EXPECT_EQ(split_addresses("ok@example.com, bad address"),
+            (std::vector<std::string>{"ok@example.com", "bad address"}));
+}
+
+TEST(Recipients, BadOnesAreNamed) {
+  EXPECT_TRUE(check_recipient("ok@example.com").ok());
+  EXPECT_TRUE(check_recipient("Bob Jones <b@y.org>").ok());
+  for (const char* bad : {"bad address", "nobody", "@x.org", "a@", "j\xf6rg@x.org", "a@b@c d",
+                          "a@exa mple.com", "a@x..org", "<a@x.org> trailing"}) {
+    auto st = check_recipient(bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.error().find("is not an email address"), std::string::npos) << st.error();
+  }
+}
+
+TEST_F(ConfigTest, BadRecipientInEnvironmentIsAnError) {
+  setenv("GPUALERT_TO", "ok@example.com, bad address", 1);
+  auto c = load_config("");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("GPUALERT_TO"), std::string::npos);
+  EXPECT_NE(c.error().find("'bad address'"), std::string::npos) << c.error();
+}
+
 }  // namespace
 }  // namespace notify

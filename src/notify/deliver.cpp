@@ -3,17 +3,21 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <map>
 #include <mutex>
 
+#include "notify/mime.hpp"
 #include "notify/policy.hpp"
 #include "notify/transport.hpp"
+#include "notify/trim.hpp"
 #include "util/fd.hpp"
 
 namespace notify {
@@ -67,9 +71,32 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
     sent.stage = "outbox";
     sent.detail = payload.error();
   } else if (r.channel == "webhook") {
-    sent = webhook_post(config, *payload, left);
+    Config c = config;
+    if (!entry.meta().url.empty()) {
+      c.webhook_url = entry.meta().url;  // where it was meant to go when queued
+    }
+    sent = webhook_post(c, *payload, left);
   } else {
-    sent = smtp_send(config, entry.meta().to.empty() ? config.to : entry.meta().to, *payload, left);
+    const auto& to = entry.meta().to.empty() ? config.to : entry.meta().to;
+    // Queued without recipients (no SMTP configured then): the header gets the
+    // ones it is sent to now, not "undisclosed-recipients".
+    *payload = with_recipients(*payload, to);
+    sent = smtp_send(config, to, *payload, left);
+    // Refused for its size: send it again without what does not fit, naming it,
+    // rather than keep it in the outbox forever.
+    if (sent.size_refused(payload->size())) {
+      if (auto smaller = trim_attachments(*payload, sent.size_limit, sent.describe())) {
+        auto left2 =
+            std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) - k_record_margin;
+        if (left2 >= milliseconds(100)) {
+          SendResult again = smtp_send(config, to, *smaller, left2);
+          if (!again.ok) {
+            again.detail = "sent again without attachments, refused too: " + again.detail;
+          }
+          sent = again;
+        }
+      }
+    }
   }
   if (sent.ok) {
     r.ok = true;
@@ -126,9 +153,19 @@ std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& ou
     return out;
   }
   util::UniqueFd rd(fds[0]), wr(fds[1]);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
     reset_signals_in_child();
+    // The child keeps its own deadline: a parent killed meanwhile (a killed
+    // `outbox flush`) can no longer stop it, and it holds the entries' locks.
+    // It dies with its parent, and by SIGALRM a moment after the deadline.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(1);  // the parent died before prctl took effect
+    }
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
+    ::alarm(static_cast<unsigned>(std::max<int64_t>(1, left.count() + 1)));
     rd.reset();
     for (const auto& id : ids) {
       EntryResult r = deliver_one(config, outbox, id, deadline);

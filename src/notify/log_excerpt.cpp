@@ -185,10 +185,10 @@ LogExcerpt read_excerpt(const std::string& log_path, const std::string& kernel_p
   std::string raw(static_cast<size_t>(st.st_size - start), '\0');
   ssize_t n = ::pread(fd.get(), raw.data(), raw.size(), start);
   raw.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  if (start > 0) {
-    size_t nl = raw.find('\n');  // the first line is partial
-    raw.erase(0, nl == std::string::npos ? raw.size() : nl + 1);
-  }
+  // The first line is partial when the window starts inside it. It is kept all
+  // the same: when it is the job's last line (a progress bar redrawn with '\r'
+  // for 256 KiB and killed mid-epoch), its end, the last redraw, is what matters,
+  // and quote() shows just that.
   ex.tail = tail_lines(raw, k_tail_lines, &ex.tail_cut);
   ex.tail_cut = ex.tail_cut || start > 0;
   return ex;

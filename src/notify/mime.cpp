@@ -151,6 +151,17 @@ std::string new_message_id() {
   return std::string(buf) + "@" + util::safe_file_component(util::hostname(), 64);
 }
 
+std::string with_recipients(std::string message, const std::vector<std::string>& to) {
+  static const std::string k_none = "\r\nTo: undisclosed-recipients:;\r\n";
+  size_t head_end = message.find("\r\n\r\n");
+  size_t at = message.find(k_none);
+  if (to.empty() || at == std::string::npos || at >= head_end) {
+    return message;
+  }
+  message.replace(at, k_none.size(), "\r\nTo: " + address_header(to) + "\r\n");
+  return message;
+}
+
 util::Result<std::string> render_message(const MailParts& parts) {
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) {

@@ -36,6 +36,10 @@ struct MailParts {
 // Builds the curl_mime structure and renders it. Fails only when libcurl fails.
 util::Result<std::string> render_message(const MailParts& parts);
 
+// The message with "To: undisclosed-recipients:;" replaced by `to` (unchanged
+// when it has other recipients already, or `to` is empty).
+std::string with_recipients(std::string message, const std::vector<std::string>& to);
+
 // RFC 5322 date of now, e.g. "Sun, 29 Nov 2026 18:40:00 +0100".
 std::string rfc5322_date();
 // A unique Message-ID (no brackets): "<time>.<pid>.<random>@<host>".

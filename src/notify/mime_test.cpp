@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "notify/log_excerpt.hpp"
+#include "util/fd.hpp"
 
 namespace notify {
 namespace {
@@ -65,6 +68,24 @@ TEST(Tail, DropsWrapperLinesCollapsesRedrawsAndKeepsTheLastLines) {
   EXPECT_TRUE(cut);
   EXPECT_EQ(tail.front(), "line 42");
   EXPECT_EQ(tail.back(), "100%");
+}
+
+// Issue: the tail was empty when the job's last line was longer than the window
+// (a '\r' progress bar killed mid-epoch).
+TEST(Tail, LastLineLongerThanTheWindowShowsItsLastRedraw) {
+  char tmpl[] = "/tmp/gpualert-tail-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string path = dir + "/output.log";
+  std::string log = "#gpualert# header\nepoch 1\n";
+  for (int i = 0; log.size() < 2 * k_tail_window; ++i) {
+    log += "\rstep " + std::to_string(i) + "/99999 loss 2.31";
+  }
+  log += "\rstep last/99999 loss 9.99\n#gpualert# ---- job output ends ----\n";
+  ASSERT_TRUE(util::write_file_atomic(path, log).ok());
+  LogExcerpt ex = read_excerpt(path, dir + "/kernel.log", {});
+  ASSERT_FALSE(ex.tail.empty());
+  EXPECT_EQ(ex.tail.back(), "step last/99999 loss 9.99");
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

@@ -32,12 +32,13 @@ std::string slack_payload(const report::RunReport& r, const std::string& subject
   }
   text += "Command: `" + mask_secrets(clean_log_line(r.command)) + "`\n";
   text += "Log: " + clean_log_line(r.log_path) + " on " + clean_log_line(r.host);
-  return nlohmann::json{{"text", valid_utf8(text)}, {"username", "gpualert"}}.dump();
+  return nlohmann::json{{"text", valid_utf8(text)}, {"username", "gpualert"}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   Notice n;
-  std::string report_path = rn.run_dir + "/report.json";
+  std::string report_path = rn.report_path.empty() ? rn.run_dir + "/report.json" : rn.report_path;
   auto rep = report::load(report_path);
   if (!rep) {
     return util::Error{rep.error()};
@@ -79,7 +80,7 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
 
   if (config.webhook_format == "json") {
     auto raw = util::read_file(report_path);
-    n.webhook_payload = raw ? *raw : report::to_json(r).dump();
+    n.webhook_payload = raw ? *raw : report::to_text(r);
   } else {
     n.webhook_payload = slack_payload(r, n.subject);
   }

@@ -26,6 +26,14 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   }
   std::vector<std::string> ids;
   std::string first_queued;
+  // Messages the outbox could not take (state dir read-only, a file, over quota):
+  // sent directly below rather than lost, and the outcome says so.
+  struct Unqueued {
+    EntryMeta meta;
+    std::string_view payload;
+    std::string why;
+  };
+  std::vector<Unqueued> unqueued;
   // Each channel's message goes to the outbox first; a failure is noted and the
   // other channel still gets its chance.
   auto queue = [&](EntryMeta m, std::string_view payload) {
@@ -36,7 +44,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     }
     auto added = outbox.add(m, payload);
     if (!added) {
-      out.detail += (out.detail.empty() ? "" : "; ") + added.error();
+      unqueued.push_back({m, payload, added.error()});
       return;
     }
     ids.push_back(added->id);
@@ -54,10 +62,38 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     EntryMeta m;
     m.channel = "webhook";
     m.format = config.webhook_format;
+    m.url = config.webhook_url;  // a later flush may run with another environment
     queue(std::move(m), notice->webhook_payload);
   }
+  if (!unqueued.empty() && (rn.hold_seconds > 0 || !has_channel(config))) {
+    for (const auto& u : unqueued) {  // nothing to send it through now: say why it is lost
+      out.detail += (out.detail.empty() ? "" : "; ") + u.why;
+    }
+    unqueued.clear();
+  }
+  std::vector<std::string> direct_ok, direct_failed;
+  for (const auto& u : unqueued) {
+    ensure_curl_initialised();
+    SendResult sent = u.meta.channel == "webhook"
+                          ? webhook_post(config, u.payload, config.notify_timeout)
+                          : smtp_send(config, u.meta.to, u.payload, config.notify_timeout);
+    std::string where = u.meta.channel == "webhook" ? "webhook" : redact_url(config.smtp_url);
+    std::string note = "the outbox could not be written (" + u.why + ")";
+    if (sent.ok) {
+      direct_ok.push_back(where + " (sent directly: " + note + ")");
+    } else {
+      direct_failed.push_back(u.meta.channel + ": " + sent.describe() + "; not kept: " + note);
+    }
+  }
   if (ids.empty()) {
-    return out;  // not even the outbox could be written: detail says why
+    for (const auto& w : direct_ok) {
+      out.where += (out.where.empty() ? "" : ", ") + w;
+    }
+    for (const auto& f : direct_failed) {
+      out.detail += (out.detail.empty() ? "" : "; ") + f;
+    }
+    out.delivered = !direct_ok.empty() && direct_failed.empty();
+    return out;  // nothing in the outbox: detail says why
   }
   out.ids = ids;
   if (rn.hold_seconds > 0) {
@@ -85,6 +121,18 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
       all_ok = false;
       out.detail += (out.detail.empty() ? "" : "; ") + channel + ": " + r.reason;
     }
+  }
+  for (const auto& f : direct_failed) {
+    all_ok = false;
+    out.detail += (out.detail.empty() ? "" : "; ") + f;
+  }
+  where.insert(where.end(), direct_ok.begin(), direct_ok.end());
+  if (!all_ok && !where.empty()) {  // say what went out, not only what failed
+    std::string sent;
+    for (const auto& w : where) {
+      sent += (sent.empty() ? "" : ", ") + w;
+    }
+    out.detail = "notified " + sent + "; not: " + out.detail;
   }
   out.delivered = all_ok;
   out.queued = !all_ok;

@@ -40,6 +40,9 @@ struct RunNotice {
   // keeps while Slurm is ending its job, in case Slurm's SIGKILL ends `run` too.
   int64_t hold_seconds = 0;
   std::vector<std::string> supersede;  // held entries to withdraw before queueing this one
+  // Where report.json is when not in run_dir: `run` keeps it in the state dir when
+  // the log's device could not take it (a full disk), and the notice matters most then.
+  std::string report_path;
 };
 
 Outcome notify_run(const RunNotice& notice, const Config& config);

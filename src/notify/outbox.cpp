@@ -24,6 +24,7 @@ json to_json(const EntryMeta& m) {
   return {{"id", m.id},
           {"channel", m.channel},
           {"format", m.format},
+          {"url", m.url},
           {"to", m.to},
           {"subject", m.subject},
           {"run_dir", m.run_dir},
@@ -39,6 +40,7 @@ EntryMeta from_json(const json& j) {
   m.id = j.value("id", "");
   m.channel = j.value("channel", "smtp");
   m.format = j.value("format", "");
+  m.url = j.value("url", "");
   m.to = j.value("to", std::vector<std::string>{});
   m.subject = j.value("subject", "");
   m.run_dir = j.value("run_dir", "");
@@ -143,7 +145,10 @@ util::Result<EntryMeta> Outbox::add(EntryMeta meta, std::string_view payload) {
   if (auto st = write_synced(tmp_payload, payload); !st) {
     return fail(st.error());
   }
-  if (auto st = write_synced(tmp_meta, to_json(meta).dump(2) + "\n"); !st) {
+  if (auto st = write_synced(
+          tmp_meta,
+          to_json(meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      !st) {
     return fail(st.error());
   }
   if (::rename(tmp_payload.c_str(), payload_path(meta).c_str()) != 0) {
@@ -221,6 +226,13 @@ util::Result<ClaimedEntry> Outbox::claim(const std::string& id) const {
   std::string path = payload_path(meta);
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
+    if (errno == ENOENT && ::access(meta_path(id).c_str(), F_OK) == 0) {
+      // A sidecar without its payload (or naming another channel than the file
+      // it has) can never be sent: not "being delivered by another process".
+      std::string why = "its payload " + path + " is missing";
+      bury(id, why);
+      return util::Error{why + "; moved to " + m_dir + "/dead"};
+    }
     return ClaimedEntry{};
   }
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -274,7 +286,9 @@ util::Result<std::string> Outbox::payload(const EntryMeta& meta) const {
 }
 
 util::Status Outbox::write_meta(const EntryMeta& meta) const {
-  return util::write_file_atomic(meta_path(meta.id), to_json(meta).dump(2) + "\n", 0600);
+  return util::write_file_atomic(
+      meta_path(meta.id),
+      to_json(meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0600);
 }
 
 util::Status Outbox::record_failure(ClaimedEntry& entry, const std::string& reason) const {
@@ -282,7 +296,100 @@ util::Status Outbox::record_failure(ClaimedEntry& entry, const std::string& reas
   m.attempts += 1;
   m.last_attempt = util::iso8601_local(std::time(nullptr));
   m.last_error = reason;
-  return write_meta(m);
+  auto st = write_meta(m);
+  struct stat ps {};
+  bool old = ::stat(payload_path(m).c_str(), &ps) == 0 &&
+             std::time(nullptr) - ps.st_mtime > k_max_age_s;  // the payload is never rewritten
+  if (m.attempts >= k_max_attempts || old) {
+    bury(m.id, "given up after " + std::to_string(m.attempts) + " attempts" +
+                   (old ? " over more than 7 days" : "") + "; last: " + reason);
+  }
+  return st;
+}
+
+void Outbox::bury(const std::string& id, const std::string& reason) const {
+  std::string dead = m_dir + "/dead";
+  if (!util::make_dirs(dead, 0700)) {
+    return;
+  }
+  for (const char* ext : {".eml", ".json"}) {
+    ::rename((m_dir + "/new/" + id + ext).c_str(), (dead + "/" + id + ext).c_str());
+  }
+  EntryMeta m;
+  if (auto text = util::read_file(meta_path(id))) {
+    json j = json::parse(*text, nullptr, false);
+    try {
+      m = j.is_object() ? from_json(j) : EntryMeta{};
+    } catch (const json::exception&) {
+    }
+  }
+  m.id = id;
+  m.channel = m.channel.empty() ? channel_of(id) : m.channel;
+  m.last_error = reason;
+  if (util::write_file_atomic(
+          dead + "/" + id + ".meta",
+          to_json(m).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0600)) {
+    ::unlink(meta_path(id).c_str());
+  }
+}
+
+void Outbox::tidy() const {
+  std::string dir = m_dir + "/new";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    return;
+  }
+  std::vector<std::string> orphans;
+  const std::time_t now = std::time(nullptr);
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    for (std::string_view ext : {".eml", ".json"}) {
+      if (!ends_with(name, ext)) {
+        continue;
+      }
+      std::string id = name.substr(0, name.size() - ext.size());
+      struct stat st {};
+      if (::access(meta_path(id).c_str(), F_OK) != 0 &&
+          ::stat((dir + "/" + name).c_str(), &st) == 0 && now - st.st_mtime > 60) {
+        orphans.push_back(id);
+      }
+    }
+  }
+  ::closedir(d);
+  for (const auto& id : orphans) {
+    bury(id, "payload without its sidecar (.meta): not sendable as it is");
+  }
+}
+
+std::vector<EntryMeta> Outbox::dead() const {
+  std::vector<EntryMeta> out;
+  std::string dir = m_dir + "/dead";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    return out;
+  }
+  std::vector<std::string> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (ends_with(name, ".meta")) {
+      ids.push_back(name.substr(0, name.size() - 5));
+    }
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  for (const auto& id : ids) {
+    EntryMeta m;
+    if (auto text = util::read_file(dir + "/" + id + ".meta")) {
+      json j = json::parse(*text, nullptr, false);
+      try {
+        m = j.is_object() ? from_json(j) : EntryMeta{};
+      } catch (const json::exception&) {
+      }
+    }
+    m.id = id;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 util::Status Outbox::mark_sent(ClaimedEntry& entry) const {

@@ -32,6 +32,7 @@ struct EntryMeta {
   std::string id;
   std::string channel;          // "smtp" | "webhook"
   std::string format;           // webhook: "slack" | "json"
+  std::string url;              // webhook: where it goes (empty: the config's at flush)
   std::vector<std::string> to;  // smtp: recipients at queue time (empty: use the config's at flush)
   std::string subject;
   std::string run_dir;
@@ -60,6 +61,11 @@ class ClaimedEntry {
 };
 
 inline constexpr size_t k_sent_keep = 50;
+// An entry is given up (moved to dead/) after this many failed attempts, or when
+// it failed once more after k_max_age_s: a notice that old is no longer news, and
+// retrying it for ever against a server that refuses it helps nobody.
+inline constexpr int k_max_attempts = 20;
+inline constexpr int64_t k_max_age_s = 7 * 24 * 3600;
 
 class Outbox {
  public:
@@ -71,7 +77,8 @@ class Outbox {
   // Entries in new/, oldest first. Unreadable sidecars come back with last_error set.
   util::Result<std::vector<EntryMeta>> list() const;
   // Locks the entry for delivery. Not valid (and no error) when another
-  // process holds it, it is gone, or its not_before has not come.
+  // process holds it, it is gone, or its not_before has not come. An entry whose
+  // payload is missing is moved to dead/ and reported as an error.
   util::Result<ClaimedEntry> claim(const std::string& id) const;
   // Removes an entry that was never sent (a held notice its run superseded). False
   // when it is gone already, or being delivered right now.
@@ -81,6 +88,14 @@ class Outbox {
   util::Status record_failure(ClaimedEntry& entry, const std::string& reason) const;
   // After success: the entry leaves new/ for sent/.
   util::Status mark_sent(ClaimedEntry& entry) const;
+  // Moves an entry (sidecar and payload, whichever exist) to dead/, with the reason
+  // in its sidecar's last_error. Nothing sends or lists it as pending after that.
+  void bury(const std::string& id, const std::string& reason) const;
+  // Gives up payloads left without their sidecar (older than a minute, so not one
+  // that add() is writing): they would never be listed or sent.
+  void tidy() const;
+  // The entries given up, oldest first (last_error says why).
+  std::vector<EntryMeta> dead() const;
 
   std::string payload_path(const EntryMeta& meta) const;
   const std::string& dir() const { return m_dir; }

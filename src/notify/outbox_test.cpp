@@ -1,8 +1,10 @@
 #include "notify/outbox.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -85,6 +87,57 @@ TEST_F(OutboxTest, ClaimIsExclusiveAndFailuresAreRecorded) {
   auto list = ob.list();
   EXPECT_EQ((*list)[0].attempts, 1);
   EXPECT_EQ((*list)[0].last_error, "connect: refused");
+}
+
+// Issue 14: a sidecar without payload was "being delivered by another process" for
+// ever; a payload without sidecar was never listed; nothing was ever given up.
+TEST_F(OutboxTest, SidecarWithoutPayloadIsAnErrorAndGoesToDead) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  auto added = ob.add(m, "x");
+  ASSERT_TRUE(added);
+  ASSERT_EQ(::unlink(ob.payload_path(*added).c_str()), 0);
+  auto c = ob.claim(added->id);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("missing"), std::string::npos);
+  EXPECT_TRUE(ob.list()->empty());
+  auto dead = ob.dead();
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].id, added->id);
+}
+
+TEST_F(OutboxTest, PayloadWithoutSidecarIsGivenUpOnceOld) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "webhook";
+  auto added = ob.add(m, "{}");
+  ASSERT_TRUE(added);
+  std::string meta = m_root + "/outbox/new/" + added->id + ".meta";
+  ASSERT_EQ(::unlink(meta.c_str()), 0);
+  ob.tidy();
+  EXPECT_TRUE(ob.dead().empty());  // may be an add() in progress
+  struct timespec old[2] = {{std::time(nullptr) - 3600, 0}, {std::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, ob.payload_path(*added).c_str(), old, 0), 0);
+  ob.tidy();
+  ASSERT_EQ(ob.dead().size(), 1u);
+  EXPECT_NE(ob.dead()[0].last_error.find("without its sidecar"), std::string::npos);
+}
+
+TEST_F(OutboxTest, GivenUpAfterTheAttemptLimit) {
+  Outbox ob = box();
+  EntryMeta m;
+  m.channel = "smtp";
+  auto added = ob.add(m, "x");
+  ASSERT_TRUE(added);
+  for (int i = 0; i < k_max_attempts; ++i) {
+    auto c = ob.claim(added->id);
+    ASSERT_TRUE(c && c->valid()) << i;
+    ASSERT_TRUE(ob.record_failure(*c, "550 refused"));
+  }
+  EXPECT_TRUE(ob.list()->empty());
+  ASSERT_EQ(ob.dead().size(), 1u);
+  EXPECT_NE(ob.dead()[0].last_error.find("given up after 20 attempts"), std::string::npos);
 }
 
 TEST_F(OutboxTest, SentEntryLeavesTheOutboxAndCannotBeClaimedAgain) {

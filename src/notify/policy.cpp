@@ -22,18 +22,20 @@ bool should_notify(const Config& config, const report::RunReport& r) {
 }
 
 bool outbox_has_pending(const Config& config) {
-  DIR* dir = ::opendir((outbox_dir(config) + "/new").c_str());
-  if (dir == nullptr) {
-    return false;
-  }
   bool found = false;
-  while (struct dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') {
-      found = true;
-      break;
+  for (const char* sub : {"/new", "/pending"}) {  // pending: notices not built yet
+    DIR* dir = ::opendir((outbox_dir(config) + sub).c_str());
+    if (dir == nullptr) {
+      continue;
     }
+    while (struct dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] != '.') {
+        found = true;
+        break;
+      }
+    }
+    ::closedir(dir);
   }
-  ::closedir(dir);
   return found;
 }
 

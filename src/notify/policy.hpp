@@ -18,7 +18,8 @@ bool is_success(const report::RunReport& r);
 // Whether Config::notify_when (always | failure | never) asks for a message about this run.
 bool should_notify(const Config& config, const report::RunReport& run);
 
-// Whether the outbox holds messages waiting for delivery (one readdir, no parsing).
+// Whether the outbox holds messages waiting for delivery, or notices waiting to be
+// built (notify/pending.hpp): a readdir each, no parsing.
 bool outbox_has_pending(const Config& config);
 
 }  // namespace notify

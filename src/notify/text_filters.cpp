@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "report/secrets.hpp"
 #include "util/text.hpp"
 
 namespace notify {
@@ -26,20 +27,7 @@ std::string collapse_redraws(std::string_view line) {
   return std::string(line);
 }
 
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    if (size_t len = util::utf8_sequence_length(s, i); len > 0) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += util::k_replacement_character;
-      ++i;
-    }
-  }
-  return out;
-}
+std::string valid_utf8(std::string_view s) { return util::valid_utf8(s); }
 
 std::string clean_log_line(std::string_view raw) {
   std::string scratch;
@@ -55,41 +43,7 @@ std::string clean_log_line(std::string_view raw) {
   return out;
 }
 
-std::string mask_secrets(std::string_view line) {
-  // RE2, not std::regex: this runs on untrusted log text (linear time, no recursion).
-  static const RE2::Options k_options = [] {
-    RE2::Options o;
-    o.set_case_sensitive(false);
-    o.set_log_errors(false);
-    return o;
-  }();
-  // Names that end in a secret word, then '=' or ':' (env, YAML, JSON, INI, logs).
-  static const RE2 k_assign(
-      R"(([A-Za-z0-9_.-]*(token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key)["']?\s*[:=]\s*["']?))"
-      R"(([^\s"',;]+))",
-      k_options);
-  // Command-line flags: --hf-token VALUE, --password=VALUE.
-  static const RE2 k_flag(
-      R"((--?[A-Za-z0-9_-]*(token|secret|password|passwd|api[_-]?key)(=|\s+)["']?)([^\s"',;-][^\s"',;]*))",
-      k_options);
-  static const RE2 k_auth(
-      R"((authorization["']?\s*[:=]\s*["']?((bearer|basic|token|bot)\s+)?)([^\s"',;]+))",
-      k_options);
-  static const RE2 k_bearer(R"((\bbearer\s+)([A-Za-z0-9._~+/=-]{8,}))", k_options);
-  static const RE2 k_url_creds(R"((://[^/\s:@]+:)([^/\s@]+)(@))", k_options);
-  // Token shapes are case-sensitive (AKIA..., hf_...).
-  static const RE2 k_shapes(
-      R"(\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b)");
-  std::string s(line);
-  const std::string mask(k_mask);
-  RE2::GlobalReplace(&s, k_auth, "\\1" + mask);
-  RE2::GlobalReplace(&s, k_bearer, "\\1" + mask);
-  RE2::GlobalReplace(&s, k_assign, "\\1" + mask);
-  RE2::GlobalReplace(&s, k_flag, "\\1" + mask);
-  RE2::GlobalReplace(&s, k_url_creds, "\\1" + mask + "\\3");
-  RE2::GlobalReplace(&s, k_shapes, mask);
-  return s;
-}
+std::string mask_secrets(std::string_view line) { return report::mask_secrets(line); }
 
 std::string html_escape(std::string_view text) {
   std::string out;

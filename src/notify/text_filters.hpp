@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "report/secrets.hpp"
+
 namespace notify {
 
 // A terminal line redrawn with '\r' (progress bars): keeps only the last
@@ -24,11 +26,9 @@ std::string valid_utf8(std::string_view text);
 // util::strip_ansi + collapse_redraws + valid_utf8 + tabs kept, other controls -> '?'.
 std::string clean_log_line(std::string_view raw);
 
-// Masks the values of obvious secrets: assignments to names ending in token,
-// secret, password, api_key... ("HF_TOKEN=x", "password: x"), Authorization
-// headers, credentials in URLs and well-known token shapes (hf_, ghp_, sk-, AKIA).
+// report::mask_secrets: the one masking used for everything gpualert writes or sends.
 std::string mask_secrets(std::string_view line);
-inline constexpr std::string_view k_mask = "********";
+inline constexpr std::string_view k_mask = report::k_mask;
 
 std::string html_escape(std::string_view text);
 

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -40,14 +41,30 @@ size_t collect(char* buf, size_t size, size_t n, void* userp) {
   return size * n;
 }
 
-// Keeps the server's last reply line: libcurl's error text has the code, not the words.
+struct ReplyLog {
+  std::string last_reply;
+  bool refused = false;
+  uint64_t size_limit = 0;
+};
+
+// Keeps the server's last reply line (libcurl's error text has the code, not the
+// words) and the message size limit its EHLO announced ("250-SIZE 5242880").
 int trace(CURL*, curl_infotype type, char* data, size_t size, void* userp) {
   if (type == CURLINFO_HEADER_IN) {
     std::string line(data, size);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
       line.pop_back();
     }
-    *static_cast<std::string*>(userp) = clean_log_line(line);
+    auto* log = static_cast<ReplyLog*>(userp);
+    if (line.size() > 9 && line.compare(0, 3, "250") == 0 && line.compare(4, 5, "SIZE ") == 0) {
+      log->size_limit = std::strtoull(line.c_str() + 9, nullptr, 10);
+    }
+    // The refusal, not the "221 Bye" to the QUIT that follows it.
+    bool refusal = !line.empty() && (line[0] == '4' || line[0] == '5');
+    if (refusal || !log->refused) {
+      log->last_reply = clean_log_line(line);
+      log->refused = log->refused || refusal;
+    }
   }
   return 0;
 }
@@ -94,7 +111,7 @@ bool plausible_smtp_url(const std::string& url) {
 struct Request {
   std::unique_ptr<CURL, CurlDeleter> handle;
   char err[CURL_ERROR_SIZE] = "";
-  std::string last_reply;
+  ReplyLog replies;
 
   CURL* get() const { return handle.get(); }
   SendResult finish(CURLcode rc) const;
@@ -116,7 +133,7 @@ std::unique_ptr<Request> open_request(const std::string& url, const std::string&
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 15000));
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, req->err);
   curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, trace);
-  curl_easy_setopt(c, CURLOPT_DEBUGDATA, &req->last_reply);
+  curl_easy_setopt(c, CURLOPT_DEBUGDATA, &req->replies);
   curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);  // needed for the trace callback; it prints nothing
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   if (!ca_file.empty()) {
@@ -129,14 +146,15 @@ SendResult Request::finish(CURLcode rc) const {
   SendResult r;
   r.curl_code = rc;
   curl_easy_getinfo(get(), CURLINFO_RESPONSE_CODE, &r.response);
+  r.size_limit = replies.size_limit;
   if (rc == CURLE_OK) {
     r.ok = true;
     return r;
   }
   r.stage = stage_of(rc, r.response);
   r.detail = err[0] ? std::string(err) : std::string(curl_easy_strerror(rc));
-  if (r.response >= 400 && !last_reply.empty()) {
-    r.detail += "; server said: " + last_reply;
+  if (r.response >= 400 && !replies.last_reply.empty()) {
+    r.detail += "; server said: " + replies.last_reply;
   }
   r.detail += " (curl " + std::to_string(rc) + ")";
   return r;
@@ -211,6 +229,12 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
     rcpt.reset(curl_slist_append(rcpt.release(), a.c_str()));
   }
   curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt.get());
+  // One refused recipient must not cost the others their mail (nor keep the
+  // message retried for everyone): send when at least one was accepted.
+  // (libcurl 7.69's spelling; 8.2 renamed it and kept this one as an alias.)
+  if (to.size() > 1) {
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT_ALLLOWFAILS, 1L);
+  }
   Upload up{message};
   curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);

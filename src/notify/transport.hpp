@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,12 @@ struct SendResult {
   std::string detail;  // one line: what failed and why, with the server's reply when there was one
   long response = 0;   // last SMTP/HTTP response code
   int curl_code = 0;
+  uint64_t size_limit = 0;  // SMTP: the SIZE the server announced in EHLO (0: none)
+  // The server refused the message for its size (552, 5.3.4, or over its SIZE).
+  bool size_refused(size_t message_size) const {
+    return !ok && (response == 552 || detail.find("5.3.4") != std::string::npos ||
+                   (size_limit > 0 && message_size > size_limit));
+  }
 
   std::string describe() const { return ok ? "ok" : stage + ": " + detail; }
 };

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "report/secrets.hpp"
 #include "util/text.hpp"
 
 namespace report {
@@ -143,7 +144,7 @@ std::string format_header(const HeaderFacts& h) {
   out +=
       m + "gpualert run log (lines starting with '#gpualert# ' are the wrapper's, not the job's)\n";
   out += m + "name: " + util::printable_line(h.name) + "\n";
-  out += m + "command: " + util::shell_join(h.argv) + "\n";
+  out += m + "command: " + util::shell_join(mask_argv(h.argv)) + "\n";
   out += m + "cwd: " + util::shell_quote(h.cwd) + "\n";
   out += m + "host: " + util::printable_line(h.host) + "\n";
   out += m + "user: " + util::printable_line(h.user) + "\n";
@@ -153,7 +154,7 @@ std::string format_header(const HeaderFacts& h) {
            (h.boot_id.empty() ? "" : " boot=" + h.boot_id) + "\n";
   }
   for (const auto& [k, v] : h.env) {
-    out += m + "env: " + k + "=" + util::printable_line(v) + "\n";
+    out += m + "env: " + k + "=" + util::printable_line(mask_secrets(v)) + "\n";
   }
   out += std::string(k_output_begins) + "\n";
   return out;

@@ -1,6 +1,8 @@
 #include "report/run_report.hpp"
 
+#include "report/secrets.hpp"
 #include "util/fd.hpp"
+#include "util/text.hpp"
 
 namespace report {
 
@@ -8,13 +10,82 @@ using nlohmann::json;
 
 namespace {
 
+// Paths, arguments and names are bytes on Linux, and JSON strings are UTF-8: a
+// value that is not valid UTF-8 is written readable under `key` (U+FFFD for each
+// byte that is not) and exactly, in base64, under `key`_b64, which readers prefer.
+void put_bytes(json& j, const std::string& key, const std::string& value) {
+  if (util::is_valid_utf8(value)) {
+    j[key] = value;
+    return;
+  }
+  j[key] = util::valid_utf8(value);
+  j[key + "_b64"] = util::base64_encode(value);
+}
+
+void put_bytes(json& j, const std::string& key, const std::vector<std::string>& values) {
+  json readable = json::array(), exact = json::array();
+  bool all_valid = true;
+  for (const auto& v : values) {
+    all_valid = all_valid && util::is_valid_utf8(v);
+    readable.push_back(util::valid_utf8(v));
+    exact.push_back(util::base64_encode(v));
+  }
+  j[key] = readable;
+  if (!all_valid) {
+    j[key + "_b64"] = exact;
+  }
+}
+
+std::optional<std::string> exact_bytes(const json& j, const std::string& key) {
+  if (auto it = j.find(key + "_b64"); it != j.end() && it->is_string()) {
+    return util::base64_decode(it->get<std::string>());
+  }
+  return std::nullopt;
+}
+
+void get_bytes(const json& j, const std::string& key, std::string& out) {
+  if (auto exact = exact_bytes(j, key)) {
+    out = std::move(*exact);
+  } else if (auto it = j.find(key); it != j.end() && it->is_string()) {
+    out = it->get<std::string>();
+  }
+}
+
+void get_bytes(const json& j, const std::string& key, std::vector<std::string>& out) {
+  if (auto it = j.find(key + "_b64"); it != j.end() && it->is_array()) {
+    std::vector<std::string> values;
+    for (const auto& e : *it) {
+      auto v = e.is_string() ? util::base64_decode(e.get<std::string>()) : std::nullopt;
+      if (!v) {
+        values.clear();
+        break;
+      }
+      values.push_back(std::move(*v));
+    }
+    if (values.size() == it->size()) {
+      out = std::move(values);
+      return;
+    }
+  }
+  if (auto it = j.find(key); it != j.end() && it->is_array()) {
+    out = it->get<std::vector<std::string>>();
+  }
+}
+
+// Text quoted from the job or its environment: masked, and made valid UTF-8.
+std::string masked_text(std::string_view text) { return util::valid_utf8(mask_secrets(text)); }
+
 json verdict_json(const classify::Verdict& v) {
+  json fields = json::object();
+  for (const auto& [k, value] : v.fields) {
+    fields[util::valid_utf8(k)] = masked_text(value);
+  }
   json ev = json::array();
   for (const auto& e : v.evidence) {
-    ev.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
+    ev.push_back({{"line", e.line}, {"text", masked_text(e.text)}, {"source", e.source}});
   }
   return {{"label", v.label},   {"rule", v.rule}, {"group", v.group},
-          {"action", v.action}, {"evidence", ev}, {"fields", v.fields}};
+          {"action", v.action}, {"evidence", ev}, {"fields", fields}};
 }
 
 template <typename T>
@@ -27,13 +98,27 @@ void get_if(const json& j, const char* key, T& out) {
 }  // namespace
 
 json to_json(const RunReport& r) {
+  // Secrets in the command and the environment are masked (report/secrets.hpp):
+  // report.json is read by people, attached to webhooks and kept for months.
+  std::vector<std::string> masked_argv = mask_argv(r.argv);
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : r.env) {
+    env[util::valid_utf8(k)] = masked_text(v);
+  }
+  std::map<std::string, std::string> sources;
+  for (const auto& [k, v] : r.sources) {
+    sources[util::valid_utf8(k)] = util::valid_utf8(v);
+  }
+  std::vector<std::string> warnings;
+  for (const auto& w : r.warnings) {
+    warnings.push_back(masked_text(w));
+  }
+  std::vector<std::string> scheduler_lines;
+  for (const auto& l : r.scheduler_lines) {
+    scheduler_lines.push_back(masked_text(l));
+  }
   json j = {
-      {"name", r.name},
-      {"command", r.command},
-      {"argv", r.argv},
-      {"cwd", r.cwd},
-      {"host", r.host},
-      {"user", r.user},
+      {"host", util::valid_utf8(r.host)},
       {"started", r.started},
       {"ended", r.ended},
       {"duration_s", r.duration_s},
@@ -41,26 +126,31 @@ json to_json(const RunReport& r) {
       {"signal", r.signal ? json(*r.signal) : json(nullptr)},
       {"core_dumped", r.core_dumped},
       {"wrapper_timeout", r.wrapper_timeout},
-      {"run_dir", r.run_dir},
-      {"log", r.log_path},
       {"log_bytes", r.log_bytes},
-      {"log_fallback", r.log_fallback ? json(*r.log_fallback) : json(nullptr)},
-      {"env", r.env},
-      {"sources", r.sources},
+      {"log_fallback", r.log_fallback ? json(util::valid_utf8(*r.log_fallback)) : json(nullptr)},
+      {"env", env},
+      {"sources", sources},
       {"kernel_log_read", r.kernel_log_read},
-      {"warnings", r.warnings},
+      {"warnings", warnings},
       {"state", r.state},
   };
   if (r.reconstructed) {
-    j["reconstructed"] = *r.reconstructed;
+    j["reconstructed"] = util::valid_utf8(*r.reconstructed);
   }
   if (!r.held_notices.empty()) {
     j["held_notices"] = r.held_notices;
   }
+  put_bytes(j, "name", mask_secrets(r.name));
+  put_bytes(j, "command", mask_secrets(r.command));
+  put_bytes(j, "argv", masked_argv);
+  put_bytes(j, "cwd", r.cwd);
+  put_bytes(j, "user", r.user);
+  put_bytes(j, "run_dir", r.run_dir);
+  put_bytes(j, "log", r.log_path);
   // Only when the counter could be read, so that `gpualert classify` on the run
   // directory sees the host facts the run saw.
-  if (!r.scheduler_lines.empty()) {
-    j["scheduler_lines"] = r.scheduler_lines;
+  if (!scheduler_lines.empty()) {
+    j["scheduler_lines"] = scheduler_lines;
   }
   if (r.cgroup_oom_kills) {
     j["cgroup_oom_kills"] = *r.cgroup_oom_kills;
@@ -75,15 +165,21 @@ json to_json(const RunReport& r) {
   return j;
 }
 
+std::string to_text(const RunReport& r) {
+  // Every string was made valid above; `replace` is the last guard, so that writing
+  // the report can never throw on the way to the job's exit status.
+  return to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 util::Result<RunReport> from_json(const json& j) {
   try {
     RunReport r;
-    get_if(j, "name", r.name);
-    get_if(j, "command", r.command);
-    get_if(j, "argv", r.argv);
-    get_if(j, "cwd", r.cwd);
+    get_bytes(j, "name", r.name);
+    get_bytes(j, "command", r.command);
+    get_bytes(j, "argv", r.argv);
+    get_bytes(j, "cwd", r.cwd);
     get_if(j, "host", r.host);
-    get_if(j, "user", r.user);
+    get_bytes(j, "user", r.user);
     get_if(j, "started", r.started);
     get_if(j, "ended", r.ended);
     get_if(j, "duration_s", r.duration_s);
@@ -95,8 +191,8 @@ util::Result<RunReport> from_json(const json& j) {
     }
     get_if(j, "core_dumped", r.core_dumped);
     get_if(j, "wrapper_timeout", r.wrapper_timeout);
-    get_if(j, "run_dir", r.run_dir);
-    get_if(j, "log", r.log_path);
+    get_bytes(j, "run_dir", r.run_dir);
+    get_bytes(j, "log", r.log_path);
     get_if(j, "log_bytes", r.log_bytes);
     if (j.contains("log_fallback") && !j["log_fallback"].is_null()) {
       r.log_fallback = j["log_fallback"].get<std::string>();

@@ -45,7 +45,13 @@ struct RunReport {
   std::vector<std::string> held_notices;     // outbox entries a provisional report holds back
 };
 
+// Secrets in argv, command, env values, evidence and warnings are masked
+// (report/secrets.hpp); byte strings that are not UTF-8 are kept exactly under
+// KEY_b64 beside a readable KEY (name, command, argv, cwd, user, run_dir, log),
+// and from_json reads them back exactly.
 nlohmann::json to_json(const RunReport& r);
+// to_json as report.json's text (indented, newline-terminated); never throws.
+std::string to_text(const RunReport& r);
 util::Result<RunReport> from_json(const nlohmann::json& j);
 util::Result<RunReport> load(const std::string& report_json_path);
 

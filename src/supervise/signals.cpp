@@ -10,7 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "util/signals.hpp"
+
 namespace supervise {
+
+namespace {
+
+// sigaddset refuses glibc's internal signals; posix_spawn's SETSIGDEF honours them.
+void add_any(sigset_t& set, int sig) {
+  constexpr size_t k_bits = 8 * sizeof set.__val[0];
+  set.__val[(sig - 1) / k_bits] |= 1UL << ((sig - 1) % k_bits);
+}
+
+}  // namespace
 
 util::Result<SignalIntake> SignalIntake::open() {
   SignalIntake in;
@@ -22,10 +34,18 @@ util::Result<SignalIntake> SignalIntake::open() {
       continue;  // inherited ignored (nohup): keep it that way for the job too
     }
     sigaddset(&in.m_blocked, sig);
-    sigaddset(&in.m_child_defaults, sig);
+  }
+  // The job gets every signal with its default action, as from a shell, except
+  // those ignored when gpualert started (nohup's SIGHUP): glibc's spawn would
+  // otherwise leave its internal signals 32 and 33 ignored in the job. SIGPIPE is
+  // always default: we ignore it ourselves, and a job writing to a closed pipe
+  // must end as it would in a shell.
+  for (int sig = 1; sig < _NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP && (sig == SIGPIPE || !util::signal_ignored(sig))) {
+      add_any(in.m_child_defaults, sig);
+    }
   }
   sigaddset(&in.m_blocked, SIGCHLD);
-  sigaddset(&in.m_child_defaults, SIGPIPE);
   if (::sigprocmask(SIG_BLOCK, &in.m_blocked, &in.m_old_mask) != 0) {
     return util::errno_error("sigprocmask");
   }

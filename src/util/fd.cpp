@@ -100,10 +100,17 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
   const bool sync = durability == Durability::synced;
   auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  if (!fd.valid()) {
-    return errno_error("create " + tmp);
+  // A new file of our own, never an existing one: in a directory someone else can
+  // write to, a planted `report.json.tmp.<pid>` symlink would otherwise make us
+  // write through it. A name taken (a leftover, or a plant) gets the next one.
+  std::string tmp;
+  UniqueFd fd;
+  for (int n = 0; !fd.valid(); ++n) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + (n > 0 ? "." + std::to_string(n) : "");
+    fd.reset(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!fd.valid() && (errno != EEXIST || n >= 100)) {
+      return errno_error("create " + tmp);
+    }
   }
   if (auto st = write_all(fd.get(), data); !st) {
     int err = errno;  // write_all failed with errno set; keep it past unlink
@@ -122,6 +129,28 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
     return err;
   }
   return sync ? fsync_dir(dir) : ok_status();
+}
+
+Status private_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return errno_error("mkdir " + path);
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    return errno_error("open " + path + " (a private directory, not a link)");
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return errno_error("stat " + path);
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Error{path + " belongs to uid " + std::to_string(st.st_uid) +
+                 ", not to this user: not used for private files"};
+  }
+  if ((st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0) {
+    return errno_error("chmod 0700 " + path);
+  }
+  return ok_status();
 }
 
 Status make_dirs(const std::string& path, int mode) {

@@ -65,5 +65,11 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
 Status fsync_dir(const std::string& dir);
 // mkdir -p with the given mode for created directories.
 Status make_dirs(const std::string& path, int mode = 0755);
+// A directory only this user can enter, for private files in a shared place
+// (/tmp): made 0700 if missing (its parent must exist); one that exists must be
+// a real directory (not a symlink) owned by the effective uid, and is made 0700.
+// Fails, saying why, for one that belongs to someone else: they could read what
+// is put there or plant links in it.
+Status private_dir(const std::string& path);
 
 }  // namespace util

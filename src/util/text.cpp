@@ -315,6 +315,96 @@ std::string_view strip_ansi(std::string_view in, std::string& scratch) {
   return scratch;
 }
 
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (size_t len = utf8_sequence_length(s, i); len > 0) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += k_replacement_character;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Hand-written: the static gpualert links no library that has it (libcurl's is in
+// the helper only), and the report must carry exact bytes of paths and arguments.
+namespace {
+constexpr char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string base64_encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v =
+        (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
+    out += k_b64[v >> 18];
+    out += k_b64[(v >> 12) & 63];
+    out += k_b64[(v >> 6) & 63];
+    out += k_b64[v & 63];
+  }
+  if (size_t rest = in.size() - i; rest > 0) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (rest == 2) {
+      v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    }
+    out += k_b64[v >> 18];
+    out += k_b64[(v >> 12) & 63];
+    out += rest == 2 ? k_b64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  if (in.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (size_t i = 0; i < in.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      const char* at = c == '\0' ? nullptr : std::strchr(k_b64, c);
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      if (at == nullptr || pad > 0) {
+        return std::nullopt;
+      }
+      v = (v << 6) | static_cast<uint32_t>(at - k_b64);
+    }
+    out += static_cast<char>(v >> 16);
+    if (pad < 2) {
+      out += static_cast<char>((v >> 8) & 255);
+    }
+    if (pad < 1) {
+      out += static_cast<char>(v & 255);
+    }
+  }
+  return out;
+}
+
 std::string printable_line(std::string_view text) {
   std::string out;
   out.reserve(text.size());

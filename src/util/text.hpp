@@ -36,6 +36,13 @@ std::string compact_local(std::time_t t);
 // or 0 when the bytes there are not one (truncated, overlong, surrogate, > U+10FFFF).
 size_t utf8_sequence_length(std::string_view text, size_t i);
 inline constexpr std::string_view k_replacement_character = "\xEF\xBF\xBD";  // U+FFFD
+bool is_valid_utf8(std::string_view text);
+// Replaces bytes that are not valid UTF-8 with U+FFFD; control characters are kept.
+std::string valid_utf8(std::string_view text);
+
+// RFC 4648 base64 (with padding). decode fails on anything that is not base64.
+std::string base64_encode(std::string_view bytes);
+std::optional<std::string> base64_decode(std::string_view text);
 
 // Removes terminal escape sequences: CSI "ESC [ params final", OSC/DCS/APC/PM
 // "ESC ] ... BEL or ESC \\", charset selection "ESC ( B", other two-byte escapes.

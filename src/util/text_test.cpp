@@ -253,3 +253,26 @@ TEST(SplitLines, LastPieceOnlyIfNotEmpty) {
   EXPECT_EQ(util::split_lines(""), V{});
   EXPECT_EQ(util::split_lines("a\r\n"), (V{"a\r"}));  // '\r' is the caller's
 }
+
+TEST(Base64, RoundTripsEveryLengthAndRejectsGarbage) {
+  std::string bytes;
+  for (int i = 0; i < 300; ++i) {
+    bytes += static_cast<char>(i * 37);
+    auto enc = util::base64_encode(bytes);
+    EXPECT_EQ(enc.size() % 4, 0u);
+    auto dec = util::base64_decode(enc);
+    ASSERT_TRUE(dec.has_value());
+    EXPECT_EQ(*dec, bytes);
+  }
+  EXPECT_EQ(util::base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(util::base64_encode("fo"), "Zm8=");
+  EXPECT_FALSE(util::base64_decode("Zm9").has_value());
+  EXPECT_FALSE(util::base64_decode("Zm=v").has_value());
+  EXPECT_FALSE(util::base64_decode("Z!9v").has_value());
+}
+
+TEST(ValidUtf8, ReplacesOnlyBadBytes) {
+  EXPECT_TRUE(util::is_valid_utf8("café"));
+  EXPECT_FALSE(util::is_valid_utf8("caf\xe9"));
+  EXPECT_EQ(util::valid_utf8("caf\xe9!"), "caf\xef\xbf\xbd!");
+}

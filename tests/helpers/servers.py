@@ -6,6 +6,7 @@ SilentServer: accepts TCP connections and never says a word.
 HttpReceiver: http.server recording POSTs, answering a chosen status.
 Each is a context manager that stops its server on exit.
 """
+import asyncio
 import http.server
 import logging
 import os
@@ -59,12 +60,24 @@ def make_cert(directory):
 
 
 class _Handler:
-    def __init__(self, reject):
+    def __init__(self, reject, refuse_rcpt=(), hang=False):
         self.messages = []  # (mail_from, rcpt_tos, content bytes)
+        self.hang = hang
+        self.hung = threading.Event()
         self.reject = reject
+        self.refuse_rcpt = set(refuse_rcpt)
         self.lock = threading.Lock()
 
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in self.refuse_rcpt:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server, session, envelope):
+        if self.hang:
+            self.hung.set()
+            await asyncio.sleep(3600)  # silent after DATA's final dot
         if self.reject:
             return self.reject
         with self.lock:
@@ -73,13 +86,19 @@ class _Handler:
 
 
 class SmtpSink:
-    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None):
+    def __init__(self, tls=None, auth=None, reject=None, implicit_tls=None, refuse_rcpt=(),
+                 size_limit=None, hang=False):
         """tls: (cert, key) to offer and require STARTTLS; implicit_tls: (cert, key) for
         smtps:// (TLS from the first byte); auth: (user, password) required;
-        reject: a reply such as '552 5.3.4 Message too big' for every DATA."""
+        reject: a reply such as '552 5.3.4 Message too big' for every DATA;
+        refuse_rcpt: addresses whose RCPT TO gets 550; size_limit: the SIZE announced
+        in EHLO, larger messages refused with 552; hang: never answer DATA (its event
+        `hung` is set once a message got that far)."""
         self.port = free_port()
-        self.handler = _Handler(reject)
+        self.handler = _Handler(reject, refuse_rcpt, hang)
         kwargs = {}
+        if size_limit:
+            kwargs.update(data_size_limit=size_limit)
         if tls:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(*tls)
