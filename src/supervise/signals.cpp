@@ -131,7 +131,11 @@ bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
   if (sig == SIGCONT) {
     m_stepd_cont_at = now_s;
   } else if (sig == SIGTERM) {
-    ending = m_step == SlurmStep::srun || now_s - m_stepd_cont_at < 10.0;
+    // slurmstepd sends SIGCONT first, but when both are pending the signalfd gives the
+    // lower number first: a SIGCONT still pending belongs to this ending.
+    sigset_t pending;
+    bool cont_pending = ::sigpending(&pending) == 0 && sigismember(&pending, SIGCONT) == 1;
+    ending = m_step == SlurmStep::srun || now_s - m_stepd_cont_at < 10.0 || cont_pending;
     m_scheduler_ending |= ending;
   }
   if (stepd_signals_every_process()) {

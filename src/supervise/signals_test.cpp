@@ -117,6 +117,26 @@ TEST(Forwarding, UnderCgroupTrackingOnlyTheTaskIsSignalledSoEverySignalIsPassedO
   EXPECT_FALSE(asked.scheduler_ending());
 }
 
+TEST(Forwarding, ASigcontStillPendingMakesSlurmstepdsSigtermTheJobsEnd) {
+  // Both pending at once (the signalfd gives SIGTERM, the lower number, first).
+  NamedProcess stepd("slurmstepd");
+  sigset_t cont, old;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &cont, &old), 0);
+  ASSERT_EQ(::kill(::getpid(), SIGCONT), 0);
+  Forwarding f(JobControl::own_group, SlurmStep::batch, k_linuxproc);
+  EXPECT_FALSE(f.should_forward(from(SIGTERM, stepd.pid()), 100.0));
+  EXPECT_TRUE(f.scheduler_ending());
+  timespec zero{};
+  EXPECT_EQ(::sigtimedwait(&cont, nullptr, &zero), SIGCONT);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  // Without it, a SIGTERM alone was asked for (scancel --signal=TERM --batch).
+  Forwarding g(JobControl::own_group, SlurmStep::batch, k_linuxproc);
+  EXPECT_TRUE(g.should_forward(from(SIGTERM, stepd.pid()), 100.0));
+  EXPECT_FALSE(g.scheduler_ending());
+}
+
 TEST(Forwarding, TrackingFromSlurmConf) {
   using supervise::tracking_from_slurm_conf;
   EXPECT_EQ(tracking_from_slurm_conf("ClusterName=x\nProctrackType=proctrack/linuxproc\n"),
