@@ -10,26 +10,19 @@
 #include <string>
 
 #include "classify/default_rules.hpp"
+#include "util/text.hpp"
 
 namespace classify {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+using util::trim_blanks;
 
 bool starts_with_key(std::string_view line, std::string_view key) {
   if (line.substr(0, key.size()) != key) {
     return false;
   }
-  std::string_view rest = trim(line.substr(key.size()));
+  std::string_view rest = trim_blanks(line.substr(key.size()));
   return !rest.empty() && rest.front() == '=';
 }
 
@@ -43,7 +36,7 @@ std::string strip_documentation(std::string_view toml) {
     auto nl = toml.find('\n');
     std::string_view line = toml.substr(0, nl);
     toml.remove_prefix(nl == std::string_view::npos ? toml.size() : nl + 1);
-    std::string_view t = trim(line);
+    std::string_view t = trim_blanks(line);
     if (in_skipped_array) {
       in_skipped_array = t != "]";
       out += '\n';  // keep line numbers

@@ -29,14 +29,10 @@ constexpr const char* k_helper_name = "gpualert-notify";
 
 // posix_spawn with stdout to `out_fd` (or /dev/null), stdin/stderr to /dev/null,
 // default signal dispositions and an empty mask; `detach` puts it in its own session.
-pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach) {
-  std::string helper = notify_helper_path();
-  if (helper.empty()) {
-    errno = ENOENT;
-    return -1;
-  }
+pid_t spawn_program(const std::string& path, const char* name,
+                    const std::vector<std::string>& args, int out_fd, bool detach) {
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(k_helper_name));
+  argv.push_back(const_cast<char*>(name));
   for (const auto& a : args) {
     argv.push_back(const_cast<char*>(a.c_str()));
   }
@@ -65,7 +61,7 @@ pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach
   }
   posix_spawnattr_setflags(&attr, flags);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, helper.c_str(), &fa, &attr, argv.data(), environ);
+  int rc = posix_spawn(&pid, path.c_str(), &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -73,6 +69,15 @@ pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach
     return -1;
   }
   return pid;
+}
+
+pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach) {
+  std::string helper = notify_helper_path();
+  if (helper.empty()) {
+    errno = ENOENT;
+    return -1;
+  }
+  return spawn_program(helper, k_helper_name, args, out_fd, detach);
 }
 
 // --notify-timeout is the most `run` waits for the notification, all of it: the
@@ -259,35 +264,11 @@ void sweep_journal_in_background(const notify::Config& config, const std::string
     return;
   }
   self[n] = '\0';
-  std::vector<std::string> args = {"gpualert", "sweep", "--journal", "--quiet"};
+  std::vector<std::string> args = {"sweep", "--journal", "--quiet"};
   if (!config_file.empty()) {
     args.insert(args.end(), {"--config", config_file});
   }
-  std::vector<char*> argv;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  for (int fd = 0; fd < 3; ++fd) {
-    posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
-  }
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSID);
-  pid_t pid = -1;
-  (void)posix_spawn(&pid, self, &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  (void)spawn_program(self, "gpualert", args, -1, true);  // best effort, like the flush
 }
 
 int exec_notify_helper(int argc, char** argv) {

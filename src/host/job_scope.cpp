@@ -19,24 +19,12 @@ namespace host {
 
 namespace {
 
-// s as a whole decimal number, if it is one.
-std::optional<size_t> whole_number(std::string_view s) {
-  size_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
-    return std::nullopt;
-  }
-  return v;
-}
+using util::whole_number;
 
 // The (positive) decimal number at the start of s, if any.
 std::optional<pid_t> leading_pid(std::string_view s) {
-  pid_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end == s.data() || v <= 0) {
-    return std::nullopt;
-  }
-  return v;
+  auto v = util::leading_number(s);
+  return v ? std::optional<pid_t>(static_cast<pid_t>(*v)) : std::nullopt;
 }
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }

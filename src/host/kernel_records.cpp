@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "util/text.hpp"
+
 namespace host {
 
 namespace {
@@ -14,24 +16,12 @@ bool contains(std::string_view text, std::string_view needle) {
   return text.find(needle) != std::string_view::npos;
 }
 
-// s as a whole decimal number, if it is one.
-std::optional<size_t> whole_number(std::string_view s) {
-  size_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
-    return std::nullopt;
-  }
-  return v;
-}
+using util::whole_number;
 
 // The (positive) decimal number at the start of s, if any.
 std::optional<pid_t> leading_pid(std::string_view s) {
-  pid_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end == s.data() || v <= 0) {
-    return std::nullopt;
-  }
-  return v;
+  auto v = util::leading_number(s);
+  return v ? std::optional<pid_t>(static_cast<pid_t>(*v)) : std::nullopt;
 }
 
 // The number after `key` (first occurrence, or the last when `last`), skipping a quote.

@@ -12,6 +12,8 @@
 
 #include "util/signals.hpp"
 
+#include "util/text.hpp"
+
 namespace supervise {
 
 namespace {
@@ -159,29 +161,6 @@ bool Forwarding::should_forward(const signalfd_siginfo& info, double now_s) {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string read_small_file(const std::string& path) {
   std::ifstream in(path);
   std::string text;
@@ -203,10 +182,10 @@ std::optional<SlurmTracking> tracking_from_slurm_conf(std::string_view text) {
       line = line.substr(0, hash);
     }
     size_t eq = line.find('=');
-    if (eq == std::string_view::npos || !iequals(trim(line.substr(0, eq)), "ProctrackType")) {
+    if (eq == std::string_view::npos || !util::equals_ignoring_case(util::trim_blanks(line.substr(0, eq)), "ProctrackType")) {
       continue;
     }
-    std::string_view value = trim(line.substr(eq + 1));
+    std::string_view value = util::trim_blanks(line.substr(eq + 1));
     found = value.find("linuxproc") != std::string_view::npos ? SlurmTracking::every_process
                                                               : SlurmTracking::task_only;
   }

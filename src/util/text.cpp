@@ -1,5 +1,7 @@
 #include "util/text.hpp"
 
+#include <charconv>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +12,49 @@
 #include <cstring>
 
 namespace util {
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
+    char y = b[i] >= 'A' && b[i] <= 'Z' ? static_cast<char>(b[i] - 'A' + 'a') : b[i];
+    if (x != y) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<size_t> whole_number(std::string_view s) {
+  size_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<long> leading_number(std::string_view s) {
+  long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end == s.data() || v <= 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
 
 std::string shell_quote(std::string_view word) {
   if (word.empty()) {

@@ -15,6 +15,15 @@ namespace util {
 
 // Quotes one word for a POSIX shell so that pasting it back gives the same word.
 // Control characters (CR, LF, ESC...) use $'...' so the result is always one line.
+// `s` without leading spaces/tabs and trailing spaces, tabs and '\r'.
+std::string_view trim_blanks(std::string_view s);
+// ASCII case-insensitive equality (configuration keys).
+bool equals_ignoring_case(std::string_view a, std::string_view b);
+// `s` as a whole decimal number, if it is one.
+std::optional<size_t> whole_number(std::string_view s);
+// The positive decimal number at the start of `s`, if any ("4242 (python)" -> 4242).
+std::optional<long> leading_number(std::string_view s);
+
 std::string shell_quote(std::string_view word);
 std::string shell_join(const std::vector<std::string>& argv);
 
