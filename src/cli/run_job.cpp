@@ -202,7 +202,7 @@ RunEnding run_job(const RunOptions& o) {
   report::RunReport rep;
   rep.argv = o.command;
   rep.command = util::shell_join(o.command);
-  rep.name = o.name.empty() ? basename_of(o.command[0]) : o.name;
+  rep.name = o.name.empty() ? default_job_name(environ, basename_of(o.command[0])) : o.name;
   rep.cwd = current_dir();
   rep.host = util::hostname();
   rep.user = util::username();

@@ -5,12 +5,25 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "host/scheduler.hpp"
 #include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace cli {
+
+std::string default_job_name(char** envp, const std::string& command_basename) {
+  for (const char* key : {"SLURM_JOB_NAME=", "LSB_JOBNAME=", "PBS_JOBNAME="}) {
+    const size_t n = std::strlen(key);
+    for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+      if (std::strncmp(*e, key, n) == 0 && (*e)[n] != '\0') {
+        return *e + n;
+      }
+    }
+  }
+  return command_basename;
+}
 
 std::string journal_dir(const notify::Config& config) {
   return notify::state_dir(config) + "/running";

@@ -22,6 +22,10 @@
 
 namespace cli {
 
+// The job's name when --name is not given: the scheduler's (SLURM_JOB_NAME, LSB_JOBNAME,
+// PBS_JOBNAME), else the command's basename.
+std::string default_job_name(char** envp, const std::string& command_basename);
+
 // <state_dir>/running
 std::string journal_dir(const notify::Config& config);
 

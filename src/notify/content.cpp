@@ -128,19 +128,76 @@ std::string ending_phrase(const report::RunReport& r) {
   return s + " after " + util::human_duration(r.duration_s);
 }
 
+namespace {
+
+// The job's id as its scheduler names it ("17_1" for a Slurm array member), or "".
+std::string scheduler_job_id(const std::map<std::string, std::string>& env) {
+  auto get = [&](const char* k) {
+    auto it = env.find(k);
+    return it == env.end() ? std::string() : it->second;
+  };
+  if (!get("SLURM_ARRAY_JOB_ID").empty() && !get("SLURM_ARRAY_TASK_ID").empty()) {
+    return get("SLURM_ARRAY_JOB_ID") + "_" + get("SLURM_ARRAY_TASK_ID");
+  }
+  for (const char* k : {"SLURM_JOB_ID", "LSB_JOBID", "PBS_JOBID"}) {
+    if (!get(k).empty()) {
+      return get(k);
+    }
+  }
+  return "";
+}
+
+// The line that decided, cut to fit a phone's subject line.
+std::string decisive_line(const report::RunReport& r) {
+  if (!r.verdict) {
+    return "";
+  }
+  for (const auto& e : r.verdict->evidence) {
+    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler") {
+      std::string text = mask_secrets(clean_log_line(std::string(util::trim_blanks(e.text))));
+      if (text.size() > 90) {
+        size_t cut = 87;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+          --cut;  // not inside a UTF-8 sequence
+        }
+        text = text.substr(0, cut) + "...";
+      }
+      return text;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string build_subject(const report::RunReport& r) {
   std::string name = sanitize_header_value(r.name.empty() ? "job" : r.name, 80);
   std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
   std::string head;
-  if (is_success(r)) {
+  bool ok = is_success(r);
+  if (ok) {
     head = "succeeded";
   } else if (r.verdict && !r.verdict->label.empty()) {
     head = "FAILED " + sanitize_header_value(r.verdict->label, 40);
   } else {
     head = "FAILED";
   }
-  return sanitize_header_value(
-      "[gpualert] " + head + ": " + name + " on " + host + " (" + ending_phrase(r) + ")", 300);
+  // Readable on a phone: the outcome, the cause's own words, then which job.
+  std::string what = ok ? "" : decisive_line(r);
+  std::string who;
+  if (std::string id = scheduler_job_id(r.env); !id.empty()) {
+    who += "job " + id + " ";
+  }
+  who += name;
+  for (const char* k : {"RANK", "SLURM_PROCID"}) {
+    if (auto it = r.env.find(k); it != r.env.end() && !it->second.empty() && it->second != "0") {
+      who += " rank " + it->second;
+      break;
+    }
+  }
+  return sanitize_header_value("[gpualert] " + head + ": " + (what.empty() ? "" : what + " | ") +
+                                   who + " on " + host + " (" + ending_phrase(r) + ")",
+                               300);
 }
 
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,

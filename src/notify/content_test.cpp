@@ -64,6 +64,27 @@ TEST(Subject, JobNameCannotBreakTheHeaderLine) {
             "after 2h13m)");
 }
 
+TEST(Subject, SaysTheCauseInItsOwnWordsAndWhichJobRankAndArrayMember) {
+  report::RunReport r = failed_run();
+  r.verdict->evidence = {
+      {0, "exit status 1", "exit"},
+      {812,
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+       "total capacity of 79.15 GiB of which 1.2 GiB is free.",
+       "log"}};
+  r.env = {{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", "3"}};
+  EXPECT_EQ(build_subject(r),
+            "[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+            "allocate 2.00 GiB. GPU 3 has a tot... | job 4242 llama-ft rank 3 "
+            "on gpu-node17 (exit 1 after 2h13m)");
+  r.env = {{"SLURM_JOB_ID", "4243"}, {"SLURM_ARRAY_JOB_ID", "4240"}, {"SLURM_ARRAY_TASK_ID", "3"},
+           {"SLURM_PROCID", "0"}};
+  r.verdict->evidence[1].text = "KeyError: 'api_key=hf_abcdefghijklmnopqrstuvwxyz0123'";
+  std::string s = build_subject(r);
+  EXPECT_NE(s.find("| job 4240_3 llama-ft on gpu-node17"), std::string::npos) << s;
+  EXPECT_EQ(s.find("hf_abcdefghijklmnop"), std::string::npos) << s;  // masked
+}
+
 TEST(Bodies, HtmlIsEscapedAndSelfContained) {
   report::RunReport r = failed_run();
   r.command = "python train.py --tag '<b>bold</b>'";

@@ -316,6 +316,10 @@ class SlurmCases:
         # does not hold the job: gpualert forwards it (without, the job never got it).
         self.usr1_once_each_way(["--full"], "exec {wrapped}")
 
+    def test_in_the_batch_step_scancel_batch_signal_is_forwarded_once(self):
+        # scancel --batch --signal: the batch script's process alone (gpualert, exec'd).
+        self.usr1_once_each_way(["--batch"], "exec {wrapped}")
+
     def test_in_an_srun_step_slurmstepd_signals_reach_the_job_once(self):
         # scancel --signal reaches every process of the srun step: the job has it
         # already, and gpualert does not send it again.
