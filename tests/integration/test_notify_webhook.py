@@ -28,7 +28,9 @@ class WebhookDelivery(unittest.TestCase):
         self.assertEqual(path, "/services/T0/B0/x")
         self.assertEqual(headers["Content-Type"], "application/json")
         payload = json.loads(body)
-        self.assertIn("[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)", payload["text"])
+        self.assertIn("[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried "
+                      "to allocate 20.00 GiB | job 4242 llama-ft on gpu-node17 (exit 1 after 2h13m)",
+                      payload["text"])
         self.assertIn("CUDA out of memory", payload["text"])
         self.assertIn("First action: smaller batch", payload["text"])
         self.assertEqual(self.env.run("outbox", "list").stdout, "")

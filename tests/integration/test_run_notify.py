@@ -41,7 +41,8 @@ class RunNotify(RunTestCase):
             _, rcpts, raw = smtp.messages[0]
         self.assertEqual(rcpts, ["me@example.org"])
         msg = email.message_from_bytes(raw, policy=email.policy.default)
-        self.assertTrue(msg["Subject"].startswith("[gpualert] FAILED cuda_oom: llama-ft on "), msg["Subject"])
+        self.assertRegex(msg["Subject"], r"^\[gpualert\] FAILED cuda_oom: torch\.OutOfMemoryError: "
+                         r"CUDA out of memory\. .* \| llama-ft on ", msg["Subject"])
         self.assertIn("(exit 1 after", msg["Subject"])
         body = msg.get_body(preferencelist=("plain",)).get_content()
         self.assertIn("Tried to allocate 2.00 GiB", body)
