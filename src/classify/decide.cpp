@@ -65,6 +65,57 @@ std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
   return out;
 }
 
+// How sure a verdict is, from what decided it: the host's or the scheduler's own
+// records and root causes in the log are certain; a symptom, or an exit status alone,
+// is likely; a generic error line or no rule at all is a guess.
+std::string confidence_of(const Rule* rule, const Verdict& v, const ExitInfo& exit) {
+  auto line_of = [](const EvidenceLine& e) {
+    return e.line > 0 ? " (line " + std::to_string(e.line) + ")" : std::string();
+  };
+  if (rule == nullptr) {
+    return v.label == "success" ? "certain: exit 0, and nothing in the log contradicts it"
+                                : "guess: no rule matched; only the " + exit_text(exit) + " is known";
+  }
+  const EvidenceLine* first = nullptr;
+  for (const auto& e : v.evidence) {
+    if (e.source != "exit") {
+      first = &e;
+      break;
+    }
+  }
+  if (rule->patterns.empty()) {
+    if (rule->wrapper_timeout) {
+      return "certain: gpualert's --timeout stopped the job";
+    }
+    if (rule->cgroup_oom) {
+      return "certain: the job's own memory cgroup counted an OOM kill";
+    }
+    if (rule->host_unread) {
+      return "likely: " + exit_text(exit) + " with no host source readable (kernel log, memory cgroup)";
+    }
+    return "likely: from the " + exit_text(exit) + " alone";
+  }
+  if (first != nullptr && first->source == "kernel") {
+    return "certain: a kernel record about this job";
+  }
+  if (first != nullptr && first->source == "scheduler") {
+    return "certain: the scheduler's own word";
+  }
+  const std::string where = first != nullptr ? line_of(*first) : "";
+  switch (rule->tier) {
+    case Tier::decisive:
+    case Tier::cause:
+      return "certain: the log shows the root cause" + where;
+    case Tier::symptom:
+      return "likely: a symptom in the log" + where + ", with no root cause before it";
+    case Tier::weak:
+      return "likely: a weak sign in the log" + where;
+    case Tier::fallback:
+      return "guess: only a generic error line matched" + where;
+  }
+  return "";
+}
+
 // The verdict's evidence says why an exit status of 0 was not believed.
 void contradicted(Verdict& v, const std::string* why) {
   if (why != nullptr) {
@@ -176,6 +227,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     v.group = std::string(info->group);
     v.action = std::string(info->action);
     v.evidence.push_back({0, exit_text(exit), "exit"});
+    v.confidence = confidence_of(nullptr, v, exit);
     contradicted(v, zero_contradicted);
     return v;
   }
@@ -207,6 +259,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
       }
     }
   }
+  v.confidence = confidence_of(&rule, v, exit);
   contradicted(v, zero_contradicted);
   return v;
 }

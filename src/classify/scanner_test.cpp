@@ -627,3 +627,29 @@ TEST(Success, CrashReportedByAJobScriptThatWentOn) {
 }
 }  // namespace
 }  // namespace classify
+
+namespace classify {
+namespace {
+
+using testing::classify_text;
+using testing::exit_code;
+
+TEST(Confidence, EachVerdictSaysHowSureItIsAndWhy) {
+  auto oom = classify_text(
+      "step 1\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+      exit_code(1));
+  EXPECT_EQ(oom.confidence, "certain: the log shows the root cause (line 2)");
+  auto none = classify_text("step 1\nstep 2\n", exit_code(3));
+  EXPECT_EQ(none.label, "unknown");
+  EXPECT_EQ(none.confidence, "guess: no rule matched; only the exit status 3 is known");
+  auto ok = classify_text("step 1\ndone\n", exit_code(0));
+  EXPECT_EQ(ok.confidence, "certain: exit 0, and nothing in the log contradicts it");
+  classify::HostEvidence host;
+  host.scheduler_lines = {"scontrol: job 7 JobState=TIMEOUT Reason=TimeLimit"};
+  auto tl = classify_text("step 1\n", exit_code(143), host);
+  EXPECT_EQ(tl.label, "time_limit");
+  EXPECT_EQ(tl.confidence, "certain: the scheduler's own word");
+}
+
+}  // namespace
+}  // namespace classify

@@ -49,6 +49,9 @@ struct Verdict {
   std::string action;  // first action for the person who reads the report
   std::vector<EvidenceLine> evidence;
   std::map<std::string, std::string> fields;  // extracted: xid, pci, gpu, rank, requested, ...
+  // How sure the verdict is and why, in one phrase: "certain: ...", "likely: ...",
+  // "guess: ..." (see decide.cpp).
+  std::string confidence;
 };
 
 }  // namespace classify

@@ -34,13 +34,15 @@ nlohmann::json verdict_json(const classify::Verdict& v) {
   for (const auto& e : v.evidence) {
     evidence.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
   }
-  return {{"label", v.label},     {"rule", v.rule},     {"group", v.group},
-          {"evidence", evidence}, {"action", v.action}, {"fields", v.fields}};
+  return {{"label", v.label},       {"rule", v.rule},     {"group", v.group},
+          {"evidence", evidence},   {"action", v.action}, {"fields", v.fields},
+          {"confidence", v.confidence}};
 }
 
 void print_verdict(const classify::Verdict& v) {
   std::printf("label:    %s (%s)\n", v.label.c_str(), v.group.c_str());
   std::printf("rule:     %s\n", v.rule.c_str());
+  std::printf("sure:     %s\n", v.confidence.c_str());
   std::printf("evidence:\n");
   for (const auto& e : v.evidence) {
     if (e.source == "log") {

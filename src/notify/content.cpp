@@ -219,6 +219,11 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
                        (v.rule.empty() ? "" : ", rule " + v.rule);
     t += what + "\n";
     h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(what) + "</b></p>";
+    if (!v.confidence.empty()) {
+      std::string sure = "How sure: " + mask_secrets(v.confidence);
+      t += sure + "\n";
+      h += "<p style=\"margin:4px 0;color:#57606a\">" + html_escape(sure) + "</p>";
+    }
     if (!v.action.empty() && v.action != "none") {
       t += "First action: " + v.action + "\n";
       h += "<p style=\"margin:4px 0\">First action: <b>" + html_escape(v.action) + "</b></p>";

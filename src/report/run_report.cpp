@@ -84,8 +84,12 @@ json verdict_json(const classify::Verdict& v) {
   for (const auto& e : v.evidence) {
     ev.push_back({{"line", e.line}, {"text", masked_text(e.text)}, {"source", e.source}});
   }
-  return {{"label", v.label},   {"rule", v.rule}, {"group", v.group},
-          {"action", v.action}, {"evidence", ev}, {"fields", fields}};
+  json j = {{"label", v.label},   {"rule", v.rule}, {"group", v.group},
+            {"action", v.action}, {"evidence", ev}, {"fields", fields}};
+  if (!v.confidence.empty()) {
+    j["confidence"] = masked_text(v.confidence);
+  }
+  return j;
 }
 
 template <typename T>
@@ -230,6 +234,7 @@ util::Result<RunReport> from_json(const json& j) {
       get_if(j, "rule", v.rule);
       get_if(j, "group", v.group);
       get_if(j, "action", v.action);
+      get_if(j, "confidence", v.confidence);
       get_if(j, "fields", v.fields);
       if (auto it = j.find("evidence"); it != j.end() && it->is_array()) {
         for (const auto& e : *it) {
