@@ -35,7 +35,7 @@ class Loop {
 
   SuperviseResult run() {
     while (!m_status) {
-      poll_streams(true, next_timeout_ms());
+      poll_streams(next_timeout_ms());
       check_deadlines();
       maybe_start_helpers();
       maybe_keep_notice();
@@ -123,19 +123,30 @@ class Loop {
     return static_cast<double>(ms.count()) / 1000;
   }
 
-  // Polls the open output pipes (and the signalfd, when with_signals), copies what
-  // arrived, and says whether anything was ready. The pollfd list is rebuilt in
-  // reused buffers: this runs once per chunk of output.
-  bool poll_streams(bool with_signals, int timeout_ms) {
+  // Polls the open output pipes, the terminals with output waiting for them, and
+  // the signalfd; copies what arrived, writes what the terminals take, and says
+  // whether any pipe had output. The pollfd list is rebuilt in reused buffers: this
+  // runs once per chunk of output.
+  bool poll_streams(int timeout_ms, bool pipes = true) {
     m_fds.clear();
     m_index.clear();
-    if (with_signals) {
-      m_fds.push_back({m_signals.fd(), POLLIN, 0});
-    }
+    m_fds.push_back({m_signals.fd(), POLLIN, 0});
     auto& streams = m_tee.streams();
     for (size_t i = 0; i < streams.size(); ++i) {
-      if (!streams[i].eof) {
+      if (pipes && !streams[i].eof) {
         m_fds.push_back({streams[i].pipe.get(), POLLIN, 0});
+        m_index.push_back(i);
+      }
+    }
+    const size_t first_terminal = m_fds.size();
+    const bool extra = m_opt.extra_fd >= 0 && m_opt.on_extra;
+    if (extra) {
+      m_fds.push_back({m_opt.extra_fd, POLLIN, 0});
+      m_index.push_back(0);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (m_tee.want_write(i)) {
+        m_fds.push_back({streams[i].terminal, POLLOUT, 0});
         m_index.push_back(i);
       }
     }
@@ -144,16 +155,24 @@ class Loop {
       GPUALERT_ASSERT(errno == EINTR);
       return false;
     }
-    const size_t first = with_signals ? 1 : 0;
-    for (size_t k = first; k < m_fds.size(); ++k) {
-      if (m_fds[k].revents != 0) {
-        m_tee.copy_once(m_index[k - first]);
+    bool output = false;
+    for (size_t k = 1; k < m_fds.size(); ++k) {
+      if (m_fds[k].revents == 0) {
+        continue;
+      }
+      if (k < first_terminal) {
+        output = true;
+        m_tee.copy_once(m_index[k - 1]);
+      } else if (extra && k == first_terminal) {
+        m_opt.on_extra();
+      } else {
+        m_tee.flush_terminal(m_index[k - 1]);
       }
     }
-    if (with_signals && (m_fds[0].revents & POLLIN)) {
+    if (m_fds[0].revents & POLLIN) {
       read_signals();
     }
-    return n > 0;
+    return output;
   }
 
   void read_signals() {
@@ -195,14 +214,46 @@ class Loop {
   }
 
   // After the child exited: take what is still in the pipes, but don't wait for
-  // grandchildren that inherited them and keep running.
+  // grandchildren that inherited them and keep running. Then give the terminals
+  // what they were not shown yet, as long as they take it (a reader that stopped
+  // reading does not hold the wrapper: what it did not take is counted).
   void drain() {
     auto hard_end = Clock::now() + m_opt.drain_max;
+    auto quiet_since = Clock::now();
     while (!m_tee.all_eof() && Clock::now() < hard_end) {
-      if (!poll_streams(false, static_cast<int>(m_opt.drain_idle.count()))) {
+      if (poll_streams(static_cast<int>(m_opt.drain_idle.count()))) {
+        quiet_since = Clock::now();
+      } else if (Clock::now() - quiet_since >= m_opt.drain_idle) {
         break;  // quiet: whatever holds the pipe is not the job any more
       }
     }
+    auto last_progress = Clock::now();
+    const auto terminal_end = last_progress + m_opt.terminal_max;
+    while (terminal_waiting() && Clock::now() < terminal_end &&
+           Clock::now() - last_progress < m_opt.drain_idle) {
+      uint64_t before = waiting_bytes();
+      poll_streams(static_cast<int>(m_opt.drain_idle.count()), /*pipes=*/false);
+      if (waiting_bytes() < before) {
+        last_progress = Clock::now();
+      }
+    }
+  }
+
+  bool terminal_waiting() const {
+    for (size_t i = 0; i < m_tee.streams().size(); ++i) {
+      if (m_tee.want_write(i)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  uint64_t waiting_bytes() const {
+    uint64_t n = 0;
+    for (const auto& s : m_tee.streams()) {
+      n += s.pending.size();
+    }
+    return n;
   }
 
   pid_t m_child;

@@ -4,10 +4,14 @@ import pty
 import select
 import signal
 import subprocess
+import sys
 import time
 import unittest
 
 from harness import BIN, PY, RunTestCase, wait_for, write_script
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from servers import SilentServer  # noqa: E402
 
 TRAPPER = """
 import os, signal, sys, time
@@ -97,6 +101,31 @@ class Signals(RunTestCase):
     def test_no_timeout_means_wrapper_timeout_false(self):
         p, run_dir = self.run_wrapped(["sh", "-c", "kill -TERM $$"])
         self.assertFalse(self.report(run_dir)["wrapper_timeout"])
+
+    def test_a_signal_after_the_job_ended_does_not_change_the_status(self):
+        # The job exits 3 at once; a process it left behind signals the wrapper
+        # 0.2 s later, while the wrapper drains the pipe that process holds.
+        p, run_dir = self.run_wrapped(
+            ["sh", "-c", "W=$PPID; (sleep 0.2; kill -USR1 $W) & exit 3"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(self.report(run_dir)["exit_code"], 3)
+
+    def test_a_sigterm_while_the_notice_is_sent_does_not_change_the_status(self):
+        # The job exits 0; the relay accepts and never answers, so the wrapper is
+        # still delivering when SIGTERM comes, 0.3 s after the job ended.
+        done = os.path.join(self.tmp, "job-ended")
+        with SilentServer() as silent:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{silent.port}",
+                       GPUALERT_TO="me@example.org", GPUALERT_FROM="gpualert@example.org")
+            cmd = [BIN, "run", "-q", "--log-dir", self.logs, "--notify", "always",
+                   "--notify-timeout", "4s", "--", "sh", "-c", f"touch {done}; exit 0"]
+            proc = subprocess.Popen(cmd, env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            self.assertTrue(wait_for(lambda: os.path.exists(done)))
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=30), 0)
+        self.assertEqual(self.report(self.only_run_dir())["exit_code"], 0)
 
 
 class Terminal(RunTestCase):
