@@ -2,9 +2,12 @@
 import os
 import pty
 import select
+import fcntl
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 import unittest
 
@@ -131,9 +134,11 @@ class Signals(RunTestCase):
 class Terminal(RunTestCase):
     """Runs the wrapper on a real pseudo-terminal, as an interactive shell would."""
 
-    def spawn_on_pty(self, args):
+    def spawn_on_pty(self, args, size=None):
         pid, fd = pty.fork()
         if pid == 0:
+            if size:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
             os.environ.clear()
             os.environ.update(self.env)
             os.chdir(self.tmp)
@@ -165,6 +170,29 @@ class Terminal(RunTestCase):
         _, status = os.waitpid(pid, 0)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
         os.close(fd)
+
+    def test_the_job_sees_a_terminal_sized_like_ours_and_resized_with_it(self):
+        job = ("import os, signal, sys, time\n"
+               "changed = []\n"
+               "signal.signal(signal.SIGWINCH, lambda s, f: changed.append(1))\n"
+               "sz = os.get_terminal_size(1)\n"
+               "print('tty', os.isatty(1), os.isatty(2), sz.columns, sz.lines, flush=True)\n"
+               "while not changed: time.sleep(0.02)\n"
+               "for _ in range(250):\n"  # the wrapper copies the new size on its SIGWINCH
+               "    sz = os.get_terminal_size(1)\n"
+               "    if sz.columns != 111: break\n"
+               "    time.sleep(0.02)\n"
+               "print('resized', sz.columns, sz.lines)\n")
+        pid, fd = self.spawn_on_pty([PY, "-c", job], size=(33, 111))
+        self.assertIn(b"tty True True 111 33", self.read_until(fd, b"tty "))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 77, 0, 0))
+        self.assertIn(b"resized 77 40", self.read_until(fd, b"resized"))
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        os.close(fd)
+        # The log has the job's bytes: no "\r\n" from the pty's output processing.
+        self.assertEqual(self.job_output(self.only_run_dir()),
+                         b"tty True True 111 33\nresized 77 40\n")
 
     def test_ctrl_c_reaches_the_job_exactly_once(self):
         job = ("import signal, time, sys\n"
