@@ -27,7 +27,7 @@ class OutputFeed {
   // Called, in order with the Consumer's chunks, for bytes dropped unread: they
   // hold exactly `newlines` '\n' and end after one unless no line ended in them.
   using Skipper = std::function<void(uint64_t bytes, uint64_t newlines)>;
-  static constexpr size_t k_default_capacity = 4u << 20;
+  static constexpr size_t k_default_capacity = 2u << 20;
   OutputFeed(Consumer consumer, Skipper skipper, size_t capacity = k_default_capacity);
   ~OutputFeed();
   OutputFeed(const OutputFeed&) = delete;

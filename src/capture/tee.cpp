@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -93,20 +94,20 @@ bool Tee::all_eof() const {
 
 bool Tee::want_write(size_t i) const {
   const Stream& s = m_streams[i];
-  return s.terminal_ok && !s.pending.empty();
+  return s.terminal_ok && s.pending > 0;
 }
 
 uint64_t Tee::unshown() const {
   uint64_t n = 0;
   for (const auto& s : m_streams) {
-    n += s.unshown + s.pending.size();
+    n += s.unshown + s.pending;
   }
   return n;
 }
 
 void Tee::terminal_failed(Stream& s, int err) {
   s.terminal_ok = false;
-  s.pending.clear();
+  s.pending = 0;
   if (err != EPIPE) {
     m_notes.push_back(std::string("copying to the terminal stopped: ") + std::strerror(err));
   }
@@ -156,15 +157,18 @@ size_t Tee::write_now(Stream& s, const char* data, size_t len) {
 
 bool Tee::flush_terminal(size_t i) {
   Stream& s = m_streams[i];
-  if (!s.terminal_ok || s.pending.empty()) {
-    return false;
+  bool wrote = false;
+  while (s.terminal_ok && s.pending > 0) {
+    size_t piece = std::min(s.pending, k_terminal_buffer - s.head);
+    size_t n = write_now(s, s.ring.get() + s.head, piece);
+    wrote = wrote || n > 0;
+    s.head = (s.head + n) % k_terminal_buffer;
+    s.pending -= n;
+    if (n < piece) {
+      break;
+    }
   }
-  size_t n = write_now(s, s.pending.data(), s.pending.size());
-  s.pending.erase(0, n);
-  if (s.pending.empty() && s.pending.capacity() > k_chunk) {
-    std::string().swap(s.pending);  // a stall's buffer is not kept for the rest of the run
-  }
-  return n > 0;
+  return wrote;
 }
 
 size_t Tee::copy_once(size_t i) {
@@ -191,11 +195,17 @@ size_t Tee::copy_once(size_t i) {
   if (!s.terminal_ok) {
     return len;
   }
-  size_t shown = s.pending.empty() ? write_now(s, chunk.data(), len) : 0;
+  size_t shown = s.pending == 0 ? write_now(s, chunk.data(), len) : 0;
   if (shown < len && s.terminal_ok) {
-    size_t room = k_terminal_buffer - std::min(k_terminal_buffer, s.pending.size());
-    size_t keep = std::min(room, len - shown);
-    s.pending.append(chunk.data() + shown, keep);
+    if (!s.ring) {
+      s.ring = std::make_unique_for_overwrite<char[]>(k_terminal_buffer);
+    }
+    size_t keep = std::min(k_terminal_buffer - s.pending, len - shown);
+    size_t tail = (s.head + s.pending) % k_terminal_buffer;
+    size_t first = std::min(keep, k_terminal_buffer - tail);
+    std::memcpy(s.ring.get() + tail, chunk.data() + shown, first);
+    std::memcpy(s.ring.get(), chunk.data() + shown + first, keep - first);
+    s.pending += keep;
     s.unshown += len - shown - keep;
   }
   return len;

@@ -42,8 +42,12 @@ struct Stream {
   TermMode mode = TermMode::direct;
   bool terminal_ok = true;
   bool eof = false;
-  std::string pending;   // accepted for the terminal, not written yet
-  uint64_t unshown = 0;  // dropped because pending was full
+  // Accepted for the terminal, not written yet: a ring of Tee::k_terminal_buffer
+  // bytes, allocated at the first stall (a fixed block: no reallocation that would
+  // leave the heap larger than the bound).
+  std::unique_ptr<char[]> ring;
+  size_t head = 0, pending = 0;
+  uint64_t unshown = 0;  // dropped because the ring was full
   int origin = -1;       // the fd the terminal side came from (1 or 2)
 };
 
@@ -55,7 +59,7 @@ bool same_destination(int a, int b);
 
 class Tee {
  public:
-  static constexpr size_t k_terminal_buffer = 1u << 20;
+  static constexpr size_t k_terminal_buffer = 512u << 10;
   explicit Tee(LogSink& log, OutputFeed* feed = nullptr);
   // Returns the index of the stream.
   size_t add(util::UniqueFd pipe, int terminal);

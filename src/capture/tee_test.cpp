@@ -83,7 +83,7 @@ TEST(Tee, AStalledTerminalHoldsBackNeitherTheLogNorTheCopy) {
   EXPECT_EQ(tee.copied(), total);
   // The terminal took its pipe's capacity; at most the bounded buffer waits; the rest is counted.
   EXPECT_TRUE(tee.want_write(i));
-  EXPECT_LE(tee.streams()[i].pending.size(), capture::Tee::k_terminal_buffer);
+  EXPECT_LE(tee.streams()[i].pending, capture::Tee::k_terminal_buffer);
   EXPECT_GT(tee.unshown(), total - capture::Tee::k_terminal_buffer - (1u << 20));
   // The reader's own description was left blocking: O_NONBLOCK is on ours only.
   EXPECT_EQ(::fcntl(reader.w.get(), F_GETFL) & O_NONBLOCK, 0);

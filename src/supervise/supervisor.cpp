@@ -251,7 +251,7 @@ class Loop {
   uint64_t waiting_bytes() const {
     uint64_t n = 0;
     for (const auto& s : m_tee.streams()) {
-      n += s.pending.size();
+      n += s.pending;
     }
     return n;
   }
