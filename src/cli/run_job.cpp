@@ -223,8 +223,13 @@ RunEnding run_job(const RunOptions& o) {
   report::HeaderFacts header{rep.name, rep.argv, rep.cwd, rep.host, rep.user, rep.started, rep.env};
   report::RunDirRequest req{log_dir, fallback_bases(config), rep.name, rep.host, start_t};
   auto run_dir = report::create_run_dir(req, header);
+  // Our stdout on a terminal: the job's stdout is a pty (see below), on which C
+  // stdio and Python line-buffer by themselves, so the job needs no hints: no
+  // stdbuf preload, which every descendant would inherit (`awk > file` inside
+  // the job ran 7x slower for it).
+  std::optional<capture::JobTerminal> pty = capture::JobTerminal::open(STDOUT_FILENO);
   std::vector<std::string> env =
-      job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
+      job_environment(environ, o.line_buffer && !pty, run_dir ? run_dir->path : "");
   if (!run_dir) {
     std::fprintf(stderr, "gpualert: WARNING: %s; running the job without a log or report\n",
                  run_dir.error().c_str());
@@ -262,7 +267,6 @@ RunEnding run_job(const RunOptions& o) {
   // log and there; different places: one pipe each. Our stdout on a terminal: the
   // job's stdout (and stderr, if it goes there too) is a pty, so that it sees a tty.
   const bool one_pipe = capture::same_destination(STDOUT_FILENO, STDERR_FILENO);
-  std::optional<capture::JobTerminal> pty = capture::JobTerminal::open(STDOUT_FILENO);
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   if ((!pty && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
       (!one_pipe && ::pipe2(err_pipe, O_CLOEXEC) != 0)) {

@@ -33,6 +33,17 @@ while True:
     time.sleep(0.05)
 """
 
+LAST_LINE_C = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+  printf("C LAST LINE BEFORE SIGKILL\n");
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+"""
+
 IGNORES_TERM = """
 import signal, time
 signal.signal(signal.SIGTERM, lambda s, f: print("ignoring SIGTERM", flush=True))
@@ -193,6 +204,23 @@ class Terminal(RunTestCase):
         # The log has the job's bytes: no "\r\n" from the pty's output processing.
         self.assertEqual(self.job_output(self.only_run_dir()),
                          b"tty True True 111 33\nresized 77 40\n")
+
+    def test_on_a_terminal_the_job_line_buffers_without_a_preload(self):
+        # The pty line-buffers C stdio by itself: the job's environment gets no
+        # stdbuf preload (which every descendant would inherit), and a C program's
+        # last line before a SIGKILL is still in the log.
+        src = write_script(self.tmp, "last.c", LAST_LINE_C, mode=0o644)
+        exe = os.path.join(self.tmp, "last")
+        subprocess.run(["cc", "-o", exe, src], check=True)
+        job = f'echo "preload=[$_STDBUF_O]"; exec {exe}'
+        pid, fd = self.spawn_on_pty(["sh", "-c", job])
+        out = self.read_until(fd, b"BEFORE SIGKILL")
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        self.assertIn(b"preload=[]", out)
+        self.assertEqual(os.waitstatus_to_exitcode(status), -signal.SIGKILL)
+        self.assertEqual(self.job_output(self.only_run_dir()),
+                         b"preload=[]\nC LAST LINE BEFORE SIGKILL\n")
 
     def test_ctrl_c_reaches_the_job_exactly_once(self):
         job = ("import signal, time, sys\n"
