@@ -1,5 +1,6 @@
 #include "capture/feed.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -132,16 +133,22 @@ void OutputFeed::consume(uint64_t skip_bytes, uint64_t skip_lines, size_t len) {
 }
 
 void OutputFeed::loop() {
-  // Idle priority: diagnosis takes only CPU time nothing else wants, so it never
-  // competes with the copy (or the job); when it can't keep up, the ring drops the
-  // oldest bytes and the end of the output is still read.
-  struct sched_param none {};
-  ::sched_setscheduler(0, SCHED_IDLE, &none);
   std::unique_lock lock(m_mutex);
+  bool idle = false;
   for (;;) {
     uint64_t sb = 0, sl = 0;
     size_t len = 0;
     if (take(sb, sl, len)) {
+      if (!idle && m_size > m_capacity / 2) {
+        // The job prints in bulk: from now on diagnosis only gets the CPU nobody
+        // else wants, never competing with the copy or the job; when it can't keep
+        // up, the ring drops the oldest bytes and the end is still read. Not before:
+        // an idle thread can starve for seconds on a busy node, and unprivileged it
+        // can't come back, so a job printing little is read at normal priority.
+        struct sched_param none {};
+        ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &none);
+        idle = true;
+      }
       lock.unlock();
       consume(sb, sl, len);
       lock.lock();
