@@ -48,8 +48,37 @@ bool same_destination(int a, int b) {
 }
 
 // Not zero-filled: a job that prints little touches a page or two of it.
-Tee::Tee(LogSink& log, OutputFeed* feed)
-    : m_log(log), m_feed(feed), m_buf(std::make_unique_for_overwrite<char[]>(k_chunk)) {}
+Tee::Tee(LogSink& log, OutputFeed* feed, std::chrono::milliseconds stall)
+    : m_log(log),
+      m_feed(feed),
+      m_stall(stall),
+      m_buf(std::make_unique_for_overwrite<char[]>(k_chunk)) {}
+
+bool Tee::stalled(const Stream& s, Clock::time_point now) const {
+  return now - s.progress >= m_stall;
+}
+
+bool Tee::want_read(size_t i, Clock::time_point now) const {
+  const Stream& s = m_streams[i];
+  if (s.eof) {
+    return false;
+  }
+  return !s.terminal_ok || s.pending < k_terminal_buffer || stalled(s, now);
+}
+
+std::optional<Tee::Clock::time_point> Tee::next_stall() const {
+  std::optional<Clock::time_point> next;
+  const auto now = Clock::now();
+  for (const auto& s : m_streams) {
+    if (!s.eof && s.terminal_ok && s.pending >= k_terminal_buffer) {
+      auto at = s.progress + m_stall;
+      if (at > now && (!next || at < *next)) {
+        next = at;
+      }
+    }
+  }
+  return next;
+}
 
 size_t Tee::add(util::UniqueFd pipe, int terminal) {
   ::fcntl(pipe.get(), F_SETPIPE_SZ, k_pipe_size);
@@ -142,6 +171,7 @@ size_t Tee::write_now(Stream& s, const char* data, size_t len) {
     }
     if (n > 0) {
       done += static_cast<size_t>(n);
+      s.progress = Clock::now();
       continue;
     }
     if (n < 0 && errno == EINTR) {
@@ -171,12 +201,21 @@ bool Tee::flush_terminal(size_t i) {
   return wrote;
 }
 
-size_t Tee::copy_once(size_t i) {
+size_t Tee::copy_once(size_t i, bool force) {
   Stream& s = m_streams[i];
   if (s.eof) {
     return 0;
   }
-  ssize_t n = util::read_retry(s.pipe.get(), m_buf.get(), k_chunk);
+  // While the terminal takes what it is given, no more is read than its ring holds:
+  // a slow reader slows the job, as without the wrapper, and sees every byte.
+  size_t want = k_chunk;
+  if (!force && s.terminal_ok && s.pending > 0 && !stalled(s, Clock::now())) {
+    want = std::min(k_chunk, k_terminal_buffer - s.pending);
+    if (want == 0) {
+      return 1;  // not EOF: the loop polls this pipe again once the terminal took some
+    }
+  }
+  ssize_t n = util::read_retry(s.pipe.get(), m_buf.get(), want);
   if (n < 0 && errno == EAGAIN) {
     return 1;  // spurious wake-up; not EOF
   }
@@ -199,6 +238,9 @@ size_t Tee::copy_once(size_t i) {
   if (shown < len && s.terminal_ok) {
     if (!s.ring) {
       s.ring = std::make_unique_for_overwrite<char[]>(k_terminal_buffer);
+    }
+    if (s.pending == 0) {
+      s.progress = Clock::now();  // the stall clock starts when the terminal first refuses
     }
     size_t keep = std::min(k_terminal_buffer - s.pending, len - shown);
     size_t tail = (s.head + s.pending) % k_terminal_buffer;

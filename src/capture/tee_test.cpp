@@ -56,7 +56,7 @@ TEST(Tee, AStalledTerminalHoldsBackNeitherTheLogNorTheCopy) {
   TempFile log;
   capture::LogSink sink(util::UniqueFd(::open(log.path.c_str(), O_WRONLY)), log.path, 0,
                         std::chrono::seconds(10));
-  capture::Tee tee(sink);
+  capture::Tee tee(sink, nullptr, std::chrono::milliseconds(0));  // stalled at once
   Pipe job;     // the job's stdout
   Pipe reader;  // our "terminal": nobody reads its read end
   // Blocking, as a terminal fd handed to us usually is: the Tee must not block on it.
@@ -107,6 +107,45 @@ TEST(Tee, AStalledTerminalHoldsBackNeitherTheLogNorTheCopy) {
   // Every byte was either shown or counted as not shown.
   EXPECT_EQ(got.size() + tee.unshown(), total);
   EXPECT_GT(got.size(), capture::Tee::k_terminal_buffer / 2);
+}
+
+TEST(Tee, ASlowReaderSlowsTheJobAndSeesEveryByte) {
+  // A reader that keeps reading, slower than the job prints: the terminal's ring
+  // fills, and the job's pipe is then read only as fast as the terminal takes it.
+  ::signal(SIGPIPE, SIG_IGN);
+  TempFile log;
+  capture::LogSink sink(util::UniqueFd(::open(log.path.c_str(), O_WRONLY)), log.path, 0,
+                        std::chrono::seconds(10));
+  capture::Tee tee(sink, nullptr, std::chrono::seconds(30));
+  Pipe job, reader;
+  ::fcntl(job.w.get(), F_SETFL, O_NONBLOCK);  // the test is the job: it must not block
+  size_t i = tee.add(std::move(job.r), reader.w.get());
+  ::fcntl(reader.r.get(), F_SETFL, O_NONBLOCK);
+  std::string expected, got;
+  for (int n = 0; expected.size() < 4'000'000; ++n) {
+    expected += "step " + std::to_string(n) + " loss 0.25\n";
+  }
+  size_t sent = 0;
+  char buf[4096];
+  while (got.size() < expected.size()) {
+    if (sent < expected.size()) {
+      ssize_t w = ::write(job.w.get(), expected.data() + sent,
+                          std::min<size_t>(64 * 1024, expected.size() - sent));
+      sent += w > 0 ? static_cast<size_t>(w) : 0;
+      if (sent == expected.size()) {
+        job.w.reset();
+      }
+    }
+    if (tee.want_read(i, capture::Tee::Clock::now())) {
+      tee.copy_once(i);
+    }
+    tee.flush_terminal(i);
+    ssize_t r = ::read(reader.r.get(), buf, sizeof buf);  // 4 KiB per round: slow
+    got.append(buf, r > 0 ? static_cast<size_t>(r) : 0);
+  }
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(tee.unshown(), 0u);
+  EXPECT_EQ(tee.copied(), expected.size());
 }
 
 TEST(Tee, AReaderGoneClosesThePipeSoTheJobSeesItsBrokenPipe) {

@@ -71,6 +71,9 @@ class Loop {
     if (m_keep_at && (!next || *m_keep_at < *next)) {
       next = *m_keep_at;
     }
+    if (auto stall = m_tee.next_stall(); stall && (!next || *stall < *next)) {
+      next = *stall;  // a terminal that took nothing since: its pipe is read again then
+    }
     if (!next) {
       return -1;
     }
@@ -123,17 +126,18 @@ class Loop {
     return static_cast<double>(ms.count()) / 1000;
   }
 
-  // Polls the open output pipes, the terminals with output waiting for them, and
-  // the signalfd; copies what arrived, writes what the terminals take, and says
-  // whether any pipe had output. The pollfd list is rebuilt in reused buffers: this
-  // runs once per chunk of output.
+  // Polls the open output pipes (those whose terminal can take more), the terminals
+  // with output waiting for them, and the signalfd; copies what arrived, writes what
+  // the terminals take, and says whether any output moved (read or written). The
+  // pollfd list is rebuilt in reused buffers: this runs once per chunk of output.
   bool poll_streams(int timeout_ms, bool pipes = true) {
     m_fds.clear();
     m_index.clear();
     m_fds.push_back({m_signals.fd(), POLLIN, 0});
     auto& streams = m_tee.streams();
+    const auto now = Clock::now();
     for (size_t i = 0; i < streams.size(); ++i) {
-      if (pipes && !streams[i].eof) {
+      if (pipes && m_tee.want_read(i, now)) {
         m_fds.push_back({streams[i].pipe.get(), POLLIN, 0});
         m_index.push_back(i);
       }
@@ -161,12 +165,11 @@ class Loop {
         continue;
       }
       if (k < first_terminal) {
-        output = true;
-        m_tee.copy_once(m_index[k - 1]);
+        output = m_tee.copy_once(m_index[k - 1]) != 1 || output;
       } else if (extra && k == first_terminal) {
         m_opt.on_extra();
       } else {
-        m_tee.flush_terminal(m_index[k - 1]);
+        output = m_tee.flush_terminal(m_index[k - 1]) || output;
       }
     }
     if (m_fds[0].revents & POLLIN) {
@@ -221,19 +224,28 @@ class Loop {
     auto hard_end = Clock::now() + m_opt.drain_max;
     auto quiet_since = Clock::now();
     while (!m_tee.all_eof() && Clock::now() < hard_end) {
-      if (poll_streams(static_cast<int>(m_opt.drain_idle.count()))) {
+      int timeout = static_cast<int>(m_opt.drain_idle.count());
+      if (auto stall = m_tee.next_stall()) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*stall - Clock::now());
+        timeout = static_cast<int>(std::clamp<int64_t>(ms.count() + 1, 0, timeout));
+      }
+      if (poll_streams(timeout)) {
         quiet_since = Clock::now();
-      } else if (Clock::now() - quiet_since >= m_opt.drain_idle) {
+      } else if (Clock::now() - quiet_since >= m_opt.drain_idle && !m_tee.next_stall()) {
         break;  // quiet: whatever holds the pipe is not the job any more
+      }
+    }
+    // What the job left in a pipe that a slow terminal kept us from reading goes
+    // to the log all the same (bounded: a grandchild may still be printing).
+    for (size_t i = 0; i < m_tee.streams().size(); ++i) {
+      for (int k = 0; k < 64 && m_tee.copy_once(i, /*force=*/true) > 1; ++k) {
       }
     }
     auto last_progress = Clock::now();
     const auto terminal_end = last_progress + m_opt.terminal_max;
     while (terminal_waiting() && Clock::now() < terminal_end &&
            Clock::now() - last_progress < m_opt.drain_idle) {
-      uint64_t before = waiting_bytes();
-      poll_streams(static_cast<int>(m_opt.drain_idle.count()), /*pipes=*/false);
-      if (waiting_bytes() < before) {
+      if (poll_streams(static_cast<int>(m_opt.drain_idle.count()), /*pipes=*/false)) {
         last_progress = Clock::now();
       }
     }
@@ -246,14 +258,6 @@ class Loop {
       }
     }
     return false;
-  }
-
-  uint64_t waiting_bytes() const {
-    uint64_t n = 0;
-    for (const auto& s : m_tee.streams()) {
-      n += s.pending;
-    }
-    return n;
   }
 
   pid_t m_child;
