@@ -401,9 +401,8 @@ RunEnding run_job(const RunOptions& o) {
   std::string unshown;
   if (tee.unshown() > 0) {
     unshown = util::human_size(tee.unshown()) +
-              " of the job's output could not be shown: the reader of gpualert's output did "
-              "not keep up, and the job and its log are not held back for it (output.log has "
-              "all of it)";
+              " of the job's output could not be shown: the reader of gpualert's output stopped "
+              "reading, and the log is not held back for it (output.log has all of it)";
     rep.warnings.push_back(unshown);
   }
 
