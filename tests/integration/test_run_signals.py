@@ -188,7 +188,9 @@ class Terminal(RunTestCase):
                "signal.signal(signal.SIGWINCH, lambda s, f: changed.append(1))\n"
                "sz = os.get_terminal_size(1)\n"
                "print('tty', os.isatty(1), os.isatty(2), sz.columns, sz.lines, flush=True)\n"
-               "while not changed: time.sleep(0.02)\n"
+               "for _ in range(500):\n"  # a hang guard: SIGWINCH comes from the test
+               "    if changed: break\n"
+               "    time.sleep(0.02)\n"
                "for _ in range(250):\n"  # the wrapper copies the new size on its SIGWINCH
                "    sz = os.get_terminal_size(1)\n"
                "    if sz.columns != 111: break\n"
