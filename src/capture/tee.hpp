@@ -62,7 +62,7 @@ struct Stream {
 // Whether fds a and b are the same open file (`> out 2>&1`, or both the same
 // terminal), so that one pipe keeps the job's stdout and stderr in the order
 // written: same device and inode, and for a regular file also the same open file
-// description (kcmp) or both appending.
+// description (kcmp, when the kernel has it) or both appending.
 bool same_destination(int a, int b);
 
 class Tee {
