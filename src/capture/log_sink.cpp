@@ -6,21 +6,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include "util/count.hpp"
-
 namespace capture {
 
-LogSink::LogSink(util::UniqueFd fd, std::string path, LineMark start,
+LogSink::LogSink(util::UniqueFd fd, std::string path, uint64_t start_offset,
                  std::chrono::milliseconds sync_interval)
     : m_fd(std::move(fd)),
       m_path(std::move(path)),
-      m_written(start.offset),
-      m_last_line_end(start),
-      m_lines(start.lines),
-      m_published_line_end(start),
-      m_interval(sync_interval) {
-  m_marks.reserve(k_marks);
-}
+      m_written(start_offset),
+      m_interval(sync_interval) {}
 
 void LogSink::start_syncing() {
   if (m_sync_thread.joinable() || m_closed || closed()) {
@@ -54,77 +47,21 @@ void LogSink::write_out(std::string_view bytes, bool job) {
       m_lost += rest.size();
       break;
     }
-    note_lines(rest.substr(0, static_cast<size_t>(n)));
     rest.remove_prefix(static_cast<size_t>(n));
     m_written.fetch_add(static_cast<uint64_t>(n), std::memory_order_release);
   }
   m_at_line_start = bytes.back() == '\n';
-  bool wake_sync = false, wake_readers = false;
+  bool wake_sync = false;
   {
     std::lock_guard lock(m_mutex);
     m_dirty = true;
     m_job_unsynced = m_job_unsynced || job;
-    m_published_line_end = m_last_line_end;
-    // Wake-ups cost context switches on the copy path: only when someone waits.
+    // Wake-ups cost context switches on the copy path: only when due.
     wake_sync = written() >= m_next_writeback;
-    wake_readers = m_readers_waiting > 0;
-    uint64_t last_mark =
-        m_marks.empty() ? 0 : m_marks[(m_next_mark + k_marks - 1) % k_marks].offset;
-    if (m_last_line_end.offset >= last_mark + k_mark_spacing) {
-      if (m_marks.size() < k_marks) {
-        m_marks.push_back(m_last_line_end);
-      } else {
-        m_marks[m_next_mark] = m_last_line_end;
-      }
-      m_next_mark = (m_next_mark + 1) % k_marks;
-    }
   }
   if (wake_sync) {
     m_sync_cv.notify_one();
   }
-  if (wake_readers) {
-    m_readers_cv.notify_all();
-  }
-}
-
-// Counts the '\n' in bytes just written at offset written(): the only pass over
-// the job's output on the copy path besides the copy itself (vectorised, from cache).
-void LogSink::note_lines(std::string_view chunk) {
-  const void* last = ::memrchr(chunk.data(), '\n', chunk.size());
-  if (last == nullptr) {
-    return;
-  }
-  m_lines += util::count_newlines(chunk);
-  m_last_line_end =
-      LineMark{written() + static_cast<uint64_t>(static_cast<const char*>(last) + 1 - chunk.data()),
-               m_lines};
-}
-
-std::optional<LineMark> LogSink::line_mark_before(uint64_t offset) const {
-  std::lock_guard lock(m_mutex);
-  std::optional<LineMark> best;
-  for (const auto& m : m_marks) {
-    if (m.offset <= offset && (!best || m.offset > best->offset)) {
-      best = m;
-    }
-  }
-  return best;
-}
-
-std::optional<LineMark> LogSink::line_mark_after(uint64_t offset) const {
-  std::lock_guard lock(m_mutex);
-  std::optional<LineMark> best;
-  for (const auto& m : m_marks) {
-    if (m.offset > offset && (!best || m.offset < best->offset)) {
-      best = m;
-    }
-  }
-  return best;
-}
-
-LineMark LogSink::last_line_end() const {
-  std::lock_guard lock(m_mutex);
-  return m_published_line_end;
 }
 
 void LogSink::append_wrapper_lines(std::string_view lines) {
@@ -145,7 +82,6 @@ void LogSink::finish_writing() {
     m_stop = true;
   }
   m_sync_cv.notify_all();
-  m_readers_cv.notify_all();
 }
 
 void LogSink::close() {
@@ -158,6 +94,29 @@ void LogSink::close() {
     m_sync_thread.join();  // it made the last sync
   } else {
     last_sync();  // never started (a short job): the last sync is ours
+  }
+  // close() is where NFS and some quota setups report a failed writeback.
+  if (m_fd.valid() && ::close(m_fd.release()) != 0) {
+    std::lock_guard lock(m_mutex);
+    if (!m_sync_error) {
+      m_sync_error = "closing " + m_path + " failed: " + std::strerror(errno);
+    }
+  }
+}
+
+std::optional<std::string> LogSink::sync_error() const {
+  std::lock_guard lock(m_mutex);
+  return m_sync_error;
+}
+
+void LogSink::sync_now() {
+  if (::fdatasync(m_fd.get()) == 0 || errno == EINVAL) {
+    return;  // EINVAL: a file that can't be synced (/dev/null, a pipe): nothing to promise
+  }
+  const int err = errno;
+  std::lock_guard lock(m_mutex);
+  if (!m_sync_error) {
+    m_sync_error = "syncing " + m_path + " to disk failed: " + std::strerror(err);
   }
 }
 
@@ -172,25 +131,13 @@ void LogSink::last_sync() {
   // instead of a sync that waits ~0.2-0.35 ms for the disk and makes nothing of the
   // job's safer. (Starting their writeback without waiting cost half of that.)
   if (job_unsynced) {
-    ::fdatasync(m_fd.get());  // what the job printed, and the wrapper's end lines with it
+    sync_now();  // what the job printed, and the wrapper's end lines with it
   }
 }
 
 bool LogSink::closed() const {
   std::lock_guard lock(m_mutex);
   return m_stop;
-}
-
-void LogSink::wait_for_more(uint64_t seen, std::chrono::milliseconds max_wait) const {
-  std::unique_lock lock(m_mutex);
-  ++m_readers_waiting;
-  m_readers_cv.wait_for(lock, max_wait, [&] { return m_stop || written() > seen; });
-  --m_readers_waiting;
-}
-
-void LogSink::wait_for_close(std::chrono::milliseconds max_wait) const {
-  std::unique_lock lock(m_mutex);
-  m_readers_cv.wait_for(lock, max_wait, [&] { return m_stop; });
 }
 
 void LogSink::sync_loop() {
@@ -223,7 +170,7 @@ void LogSink::sync_loop() {
       if (m_dirty) {
         m_dirty = m_job_unsynced = false;
         lock.unlock();
-        ::fdatasync(m_fd.get());
+        sync_now();
         lock.lock();
       }
     }

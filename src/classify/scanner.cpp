@@ -132,7 +132,7 @@ struct Scanner::Impl {
 
   // The databases and the scratch are built when the job's first line arrives,
   // not when its first block is scanned (at the end, for most short jobs): `run`
-  // feeds the scanner on the follower's thread while the job is still running.
+  // feeds the scanner on the diagnosis thread while the job is still running.
   void warm_up() {
     warmed_up = true;
     if (!rules) {

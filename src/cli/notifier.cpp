@@ -212,9 +212,8 @@ void withdraw_held_notice(const std::vector<std::string>& ids, const std::string
   args.insert(args.end(), ids.begin(), ids.end());
   pid_t pid = spawn_helper(args, -1, false);
   if (pid > 0) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    // With a deadline, like every child the wrapper waits for: a hung helper is killed.
+    util::collect_child(pid, -1, std::chrono::steady_clock::now() + config.notify_timeout);
   }
 }
 

@@ -23,7 +23,7 @@ class OnlineDiagnosis {
   void prepare();
   void feed(std::string_view bytes);
   void skip(uint64_t bytes, uint64_t newlines);
-  // After the follower finished: the verdict on everything fed.
+  // After the feed finished: the verdict on everything fed.
   classify::Verdict verdict(const classify::ExitInfo& exit, const classify::HostEvidence& host);
   // Why there is no real verdict (the rules could not be loaded), or "".
   const std::string& error() const { return m_error; }

@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
-#include "capture/log_follower.hpp"
+#include "capture/feed.hpp"
+#include "capture/job_terminal.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
 #include "cli/job_env.hpp"
@@ -116,6 +118,16 @@ std::vector<std::string> fallback_bases(const notify::Config& config,
   return bases;
 }
 
+// The signals stay blocked and go to the signalfd until the process exits: one
+// that arrives after the job ended (a late kill, a Ctrl-C while the notice is sent)
+// stays pending and is dropped with the process, instead of killing the wrapper
+// with a status that is not the job's. Kept in static storage, never destroyed:
+// `run` ends with _Exit (finish_like), which unblocks only a signal it re-raises.
+void keep_signals_blocked(supervise::SignalIntake intake) {
+  static std::optional<supervise::SignalIntake> s_kept;
+  s_kept.emplace(std::move(intake));
+}
+
 // Without any run directory the job still runs, exactly as without gpualert.
 RunEnding run_unlogged(const RunOptions& o, const std::vector<std::string>& env) {
   supervise::SpawnRequest req;
@@ -133,11 +145,24 @@ RunEnding run_unlogged(const RunOptions& o, const std::vector<std::string>& env)
     return RunEnding{f->shell_code, std::nullopt};
   }
   util::UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-  capture::LogSink sink(std::move(devnull), "/dev/null", {}, std::chrono::seconds(3600));
+  capture::LogSink sink(std::move(devnull), "/dev/null", 0, std::chrono::seconds(3600));
   capture::Tee tee(sink);
   auto result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee,
                                      supervise::SuperviseOptions{});
+  keep_signals_blocked(std::move(*intake));
   return RunEnding{result.status.code, result.status.signal};
+}
+
+// The wrapper's own lines after the job: a stalled reader of our stderr (one
+// that stopped reading the job's output too) gets at most a second per line.
+void say_late(const std::string& text) {
+  std::fflush(stderr);
+  struct pollfd p {
+    STDERR_FILENO, POLLOUT, 0
+  };
+  if (::poll(&p, 1, 1000) == 1 && (p.revents & POLLOUT) != 0) {
+    (void)util::write_all(STDERR_FILENO, text);
+  }
 }
 
 std::string footer(const supervise::SuperviseResult& r, const std::string& ended,
@@ -231,8 +256,13 @@ RunEnding run_job(const RunOptions& o) {
       std::fprintf(stderr, "gpualert: WARNING: %s\n", why.c_str());
     }
   }
+  // Our stdout on a terminal: the job's stdout is a pty (see below), on which C
+  // stdio and Python line-buffer by themselves, so the job needs no hints: no
+  // stdbuf preload, which every descendant would inherit (`awk > file` inside
+  // the job ran 7x slower for it).
+  std::optional<capture::JobTerminal> pty = capture::JobTerminal::open(STDOUT_FILENO);
   std::vector<std::string> env =
-      job_environment(environ, o.line_buffer, run_dir ? run_dir->path : "");
+      job_environment(environ, o.line_buffer && !pty, run_dir ? run_dir->path : "");
   if (!run_dir) {
     std::fprintf(stderr, "gpualert: WARNING: %s; running the job without a log or report\n",
                  run_dir.error().c_str());
@@ -255,18 +285,33 @@ RunEnding run_job(const RunOptions& o) {
   }
   // The memory cgroup's OOM counter before the job can use any memory.
   auto watch = host::EvidenceWatch::start();
-  capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path,
-                        {run_dir->header_bytes, run_dir->header_lines}, std::chrono::seconds(1));
-  capture::Tee tee(sink);
+  capture::LogSink sink(std::move(run_dir->log_fd), run_dir->log_path, run_dir->header_bytes,
+                        std::chrono::seconds(1));
+  // Diagnosis reads what the job printed from memory, as it is copied (not the log
+  // file back), so a disk that refused it does not blind the rules. The header is
+  // skipped, not read: it is the wrapper's, and later lines keep their log line numbers.
+  capture::OutputFeed feed(
+      [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
+      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); });
+  capture::Tee tee(sink, &feed);
 
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+  // stdout and stderr to the same open file (`> slurm.out 2>&1`, or both the same
+  // terminal): one pipe, so the job's lines keep the order it wrote them in, in the
+  // log and there; different places: one pipe each. Our stdout on a terminal: the
+  // job's stdout (and stderr, if it goes there too) is a pty, so that it sees a tty.
+  const bool one_pipe = capture::same_destination(STDOUT_FILENO, STDERR_FILENO);
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if ((!pty && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
+      (!one_pipe && ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
     std::fprintf(stderr, "gpualert: error: pipe: %s\n", std::strerror(errno));
     return RunEnding{2, std::nullopt};
   }
   util::UniqueFd out_w(out_pipe[1]), err_w(err_pipe[1]);
-  tee.add(util::UniqueFd(out_pipe[0]), STDOUT_FILENO);
-  tee.add(util::UniqueFd(err_pipe[0]), STDERR_FILENO);
+  const int job_out = pty ? pty->slave() : out_w.get();
+  tee.add(pty ? pty->take_master() : util::UniqueFd(out_pipe[0]), STDOUT_FILENO);
+  if (!one_pipe) {
+    tee.add(util::UniqueFd(err_pipe[0]), STDERR_FILENO);
+  }
 
   // Interactive: the job stays in the terminal's foreground group with us, so a
   // pdb prompt can read the terminal and Ctrl-Z / fg stop and resume both.
@@ -280,13 +325,18 @@ RunEnding run_job(const RunOptions& o) {
   supervise::SpawnRequest sreq;
   sreq.argv = o.command;
   sreq.env = std::move(env);
-  sreq.stdout_fd = out_w.get();
-  sreq.stderr_fd = err_w.get();
+  sreq.stdout_fd = job_out;
+  sreq.stderr_fd = one_pipe ? job_out : err_w.get();
   sreq.own_process_group = !interactive;
   sreq.default_signals = &intake->child_defaults();
   auto spawned = supervise::spawn(sreq);
   out_w.reset();
   err_w.reset();
+  if (pty) {
+    pty->close_slave();
+    sopt.extra_fd = pty->winch_fd();
+    sopt.on_extra = [&pty] { pty->on_winch(); };
+  }
   // The kernel log is read from here on (the job is still in its exec), so that
   // opening /dev/kmsg does not stand between the header's sync and the job.
   auto* started = std::get_if<supervise::Spawned>(&spawned);
@@ -296,15 +346,13 @@ RunEnding run_job(const RunOptions& o) {
   // The rules are loaded now, while the job starts on another CPU (its first output
   // waits in the pipe meanwhile); not before the spawn, which they would delay.
   diagnosis.prepare();
-  capture::LogFollower follower(
-      sink, [&diagnosis](std::string_view chunk) { diagnosis.feed(chunk); },
-      [&diagnosis](uint64_t bytes, uint64_t newlines) { diagnosis.skip(bytes, newlines); });
-  // A job that goes on gets the sync thread and the follower's thread; one that
-  // ends within sopt.helpers_after never does, and its end needs no wake-up
-  // between threads (see SuperviseOptions::start_helpers).
-  sopt.start_helpers = [&sink, &follower] {
+  diagnosis.skip(run_dir->header_bytes, run_dir->header_lines);
+  // A job that goes on gets the sync thread and the diagnosis thread; one that
+  // ends within sopt.helpers_after never does (its output is diagnosed at the end),
+  // and its end needs no wake-up between threads (see SuperviseOptions::start_helpers).
+  sopt.start_helpers = [&sink, &feed] {
     sink.start_syncing();
-    follower.start();
+    feed.start();
   };
 
   // What Slurm said when it began ending the job, asked once (see below and the end).
@@ -321,7 +369,11 @@ RunEnding run_job(const RunOptions& o) {
   // back in the outbox (sent by a later flush if gpualert dies; withdrawn if not).
   std::vector<std::string> held;
   std::string journal;  // this run's entry in the state dir's journal of runs in progress
-  sopt.keep_notice = [&] {
+  // On a thread of its own: asking Slurm (up to 2 s) and queueing the notice (up to
+  // the notify timeout) must not stop the loop from draining the job's output and
+  // passing signals on during Slurm's grace period, while the job checkpoints.
+  std::thread keeper;
+  auto keep = [&] {
     ask_scheduler();
     auto provisional = provisional_report(
         rep, scheduler_lines,
@@ -342,6 +394,7 @@ RunEnding run_job(const RunOptions& o) {
       (void)write();
     }
   };
+  sopt.keep_notice = [&] { keeper = std::thread(keep); };
 
   supervise::SuperviseResult result;
   if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
@@ -356,17 +409,23 @@ RunEnding run_job(const RunOptions& o) {
     flush_outbox_in_background(config, o.config_file);
     sweep_journal_in_background(config, journal, o.config_file);
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
+    if (keeper.joinable()) {
+      keeper.join();  // bounded: scontrol's and the notifier's own deadlines
+    }
   }
   auto end = Clock::now();
   double duration =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
   rep.ended = util::iso8601_local(Clock::to_time_t(end));
   rep.duration_s = duration;
-  tee.streams().clear();  // close our read ends: late writers get EPIPE, not a hang
+  for (auto& stream : tee.streams()) {
+    stream.pipe.reset();  // close our read ends: late writers get EPIPE, not a hang
+  }
   sink.append_wrapper_lines(footer(result, rep.ended, sink));
   sink.finish_writing();  // a sync thread makes its last fdatasync beside the diagnosis below
+  keep_signals_blocked(std::move(*intake));
   watch.finish();
-  follower.finish();
+  feed.finish();
 
   rep.exit_code = result.status.code;
   if (result.status.signal) {
@@ -380,14 +439,21 @@ RunEnding run_job(const RunOptions& o) {
     rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +
                            std::to_string(sink.lost_bytes()) + " bytes not written)");
   }
-  if (follower.skipped() > 0) {
-    rep.warnings.push_back("diagnosis did not read " + util::human_size(follower.skipped()) +
-                           " in the middle of the log: the job printed faster than it could be "
-                           "read, and the wrapper's exit is not held for it (`gpualert classify` "
+  if (feed.dropped() > 0) {
+    rep.warnings.push_back("diagnosis did not read " + util::human_size(feed.dropped()) +
+                           " in the middle of the log: the job printed faster than the rules "
+                           "could read, and the copy is not held for them (`gpualert classify` "
                            "reads all of it)");
   }
   for (const auto& n : tee.notes()) {
     rep.warnings.push_back(n);
+  }
+  std::string unshown;
+  if (tee.unshown() > 0) {
+    unshown = util::human_size(tee.unshown()) +
+              " of the job's output could not be shown: the reader of gpualert's output stopped "
+              "reading, and the log is not held back for it (output.log has all of it)";
+    rep.warnings.push_back(unshown);
   }
 
   classify::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout};
@@ -450,6 +516,19 @@ RunEnding run_job(const RunOptions& o) {
   }
 
   sink.close();  // the log is on disk before the report is read or sent (synced here if short)
+  if (auto err = sink.sync_error()) {
+    // The durability promise is broken: say so in the report the notice is built from.
+    rep.warnings.push_back("the log may not be on disk: " + *err);
+    say_late("gpualert: WARNING: the log may not be on disk: " + *err + "\n");
+    if (auto st = util::write_file_atomic(report_path, report::to_json(rep).dump(2) + "\n", 0644,
+                                          util::Durability::replace_only);
+        !st) {
+      say_late("gpualert: WARNING: could not write " + report_path + ": " + st.error() + "\n");
+    }
+  }
+  if (!unshown.empty()) {
+    say_late("gpualert: WARNING: " + unshown + "\n");
+  }
   std::string notice;
   if (!held.empty() && !notify::should_notify(config, rep)) {
     withdraw_held_notice(held, o.config_file, config);  // this ending needs none
@@ -466,9 +545,11 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   std::string verdict = rep.verdict ? rep.verdict->label : "unknown";
-  say(o.quiet, verdict + " (" + result.status.describe() + " after " +
-                   util::human_duration(duration) + "); report: " + report_path +
-                   (notice.empty() ? "" : "; " + notice));
+  if (!o.quiet) {
+    say_late("gpualert: " + verdict + " (" + result.status.describe() + " after " +
+             util::human_duration(duration) + "); report: " + report_path +
+             (notice.empty() ? "" : "; " + notice) + "\n");
+  }
   return RunEnding{result.status.code, result.status.signal};
 }
 

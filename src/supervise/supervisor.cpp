@@ -35,7 +35,7 @@ class Loop {
 
   SuperviseResult run() {
     while (!m_status) {
-      poll_streams(true, next_timeout_ms());
+      poll_streams(next_timeout_ms());
       check_deadlines();
       maybe_start_helpers();
       maybe_keep_notice();
@@ -70,6 +70,9 @@ class Loop {
     }
     if (m_keep_at && (!next || *m_keep_at < *next)) {
       next = *m_keep_at;
+    }
+    if (auto stall = m_tee.next_stall(); stall && (!next || *stall < *next)) {
+      next = *stall;  // a terminal that took nothing since: its pipe is read again then
     }
     if (!next) {
       return -1;
@@ -123,44 +126,64 @@ class Loop {
     return static_cast<double>(ms.count()) / 1000;
   }
 
-  // Polls the open output pipes (and the signalfd, when with_signals), copies what
-  // arrived, and says whether anything was ready. The pollfd list is rebuilt in
-  // reused buffers: this runs once per chunk of output.
-  bool poll_streams(bool with_signals, int timeout_ms) {
+  // Polls the open output pipes (those whose terminal can take more), the terminals
+  // with output waiting for them, and the signalfd; copies what arrived, writes what
+  // the terminals take, and says whether any output moved (read or written). The
+  // pollfd list is rebuilt in reused buffers: this runs once per chunk of output.
+  bool poll_streams(int timeout_ms, bool pipes = true) {
     m_fds.clear();
     m_index.clear();
-    if (with_signals) {
-      m_fds.push_back({m_signals.fd(), POLLIN, 0});
-    }
+    m_fds.push_back({m_signals.fd(), POLLIN, 0});
     auto& streams = m_tee.streams();
+    const auto now = Clock::now();
     for (size_t i = 0; i < streams.size(); ++i) {
-      if (!streams[i].eof) {
+      if (pipes && m_tee.want_read(i, now)) {
         m_fds.push_back({streams[i].pipe.get(), POLLIN, 0});
         m_index.push_back(i);
       }
     }
-    const size_t n_streams = m_fds.size();
-    if (with_signals && m_opt.watch_fd >= 0 && m_opt.on_watch_readable) {
+    const size_t first_terminal = m_fds.size();
+    const bool extra = m_opt.extra_fd >= 0 && m_opt.on_extra;
+    if (extra) {
+      m_fds.push_back({m_opt.extra_fd, POLLIN, 0});
+      m_index.push_back(0);
+    }
+    const bool watch = m_opt.watch_fd >= 0 && m_opt.on_watch_readable;
+    const size_t watch_at = m_fds.size();
+    if (watch) {
       m_fds.push_back({m_opt.watch_fd, POLLIN, 0});
+      m_index.push_back(0);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (m_tee.want_write(i)) {
+        m_fds.push_back({streams[i].terminal, POLLOUT, 0});
+        m_index.push_back(i);
+      }
     }
     int n = ::poll(m_fds.data(), m_fds.size(), timeout_ms);
     if (n < 0) {
       GPUALERT_ASSERT(errno == EINTR);
       return false;
     }
-    if (m_fds.size() > n_streams && m_fds[n_streams].revents != 0) {
-      m_opt.on_watch_readable();
-    }
-    const size_t first = with_signals ? 1 : 0;
-    for (size_t k = first; k < n_streams; ++k) {
-      if (m_fds[k].revents != 0) {
-        m_tee.copy_once(m_index[k - first]);
+    bool output = false;
+    for (size_t k = 1; k < m_fds.size(); ++k) {
+      if (m_fds[k].revents == 0) {
+        continue;
+      }
+      if (k < first_terminal) {
+        output = m_tee.copy_once(m_index[k - 1]) != 1 || output;
+      } else if (extra && k == first_terminal) {
+        m_opt.on_extra();
+      } else if (watch && k == watch_at) {
+        m_opt.on_watch_readable();
+      } else {
+        output = m_tee.flush_terminal(m_index[k - 1]) || output;
       }
     }
-    if (with_signals && (m_fds[0].revents & POLLIN)) {
+    if (m_fds[0].revents & POLLIN) {
       read_signals();
     }
-    return n > 0;
+    return output;
   }
 
   void read_signals() {
@@ -202,14 +225,47 @@ class Loop {
   }
 
   // After the child exited: take what is still in the pipes, but don't wait for
-  // grandchildren that inherited them and keep running.
+  // grandchildren that inherited them and keep running. Then give the terminals
+  // what they were not shown yet, as long as they take it (a reader that stopped
+  // reading does not hold the wrapper: what it did not take is counted).
   void drain() {
     auto hard_end = Clock::now() + m_opt.drain_max;
+    auto quiet_since = Clock::now();
     while (!m_tee.all_eof() && Clock::now() < hard_end) {
-      if (!poll_streams(false, static_cast<int>(m_opt.drain_idle.count()))) {
+      int timeout = static_cast<int>(m_opt.drain_idle.count());
+      if (auto stall = m_tee.next_stall()) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*stall - Clock::now());
+        timeout = static_cast<int>(std::clamp<int64_t>(ms.count() + 1, 0, timeout));
+      }
+      if (poll_streams(timeout)) {
+        quiet_since = Clock::now();
+      } else if (Clock::now() - quiet_since >= m_opt.drain_idle && !m_tee.next_stall()) {
         break;  // quiet: whatever holds the pipe is not the job any more
       }
     }
+    // What the job left in a pipe that a slow terminal kept us from reading goes
+    // to the log all the same (bounded: a grandchild may still be printing).
+    for (size_t i = 0; i < m_tee.streams().size(); ++i) {
+      for (int k = 0; k < 64 && m_tee.copy_once(i, /*force=*/true) > 1; ++k) {
+      }
+    }
+    auto last_progress = Clock::now();
+    const auto terminal_end = last_progress + m_opt.terminal_max;
+    while (terminal_waiting() && Clock::now() < terminal_end &&
+           Clock::now() - last_progress < m_opt.drain_idle) {
+      if (poll_streams(static_cast<int>(m_opt.drain_idle.count()), /*pipes=*/false)) {
+        last_progress = Clock::now();
+      }
+    }
+  }
+
+  bool terminal_waiting() const {
+    for (size_t i = 0; i < m_tee.streams().size(); ++i) {
+      if (m_tee.want_write(i)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   pid_t m_child;

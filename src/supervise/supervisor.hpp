@@ -1,11 +1,11 @@
 // supervise/supervisor.hpp: the wait loop of `run`, from spawn to the job's end.
 //
-// One poll loop over the output pipes and the signalfd (signals stay
-// blocked the whole time, so no handler races with it): copies output through
-// the Tee, reaps the child on SIGCHLD, forwards signals exactly once, and
-// enforces --timeout (SIGTERM, then SIGKILL after --kill-after). The job ends
-// when the child exits, not at pipe EOF: grandchildren that keep the pipes open
-// get a short drain deadline, then are left behind.
+// One poll loop over the output pipes, the terminals (when output waits for them)
+// and the signalfd (signals stay blocked the whole time, so no handler races with
+// it): copies output through the Tee, reaps the child on SIGCHLD, forwards signals exactly once,
+// and enforces --timeout (SIGTERM, then SIGKILL after --kill-after). The job ends when the child
+// exits, not at pipe EOF: grandchildren that keep the pipes open get a short drain deadline, then
+// are left behind.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +30,9 @@ struct SuperviseOptions {
   std::chrono::milliseconds kill_after{30000};
   std::chrono::milliseconds drain_idle{300};  // after exit: stop when pipes are quiet this long
   std::chrono::milliseconds drain_max{3000};  // ... or after this long in any case
+  // Then the terminal gets what it was not shown yet while it takes some every
+  // drain_idle, for at most this long; the rest is counted as not shown.
+  std::chrono::milliseconds terminal_max{10000};
   // Called once, from the loop, when the job is still running `helpers_after` after
   // the start or has printed `helpers_after_bytes`: what a job that goes on needs
   // beside the copy (the periodic sync, diagnosis reading the log back) starts then.
@@ -43,6 +46,10 @@ struct SuperviseOptions {
   std::function<void()> keep_notice;
   std::chrono::milliseconds keep_notice_after{2000};
   std::chrono::milliseconds helpers_after{50};
+  // One more fd the loop polls for reading (the window-size signalfd of the job's
+  // pty), and what to do when it is readable.
+  int extra_fd = -1;
+  std::function<void()> on_extra;
   uint64_t helpers_after_bytes = 1u << 20;
   // One more fd to poll while the job runs (the kernel log, read as records arrive):
   // on_watch_readable() is called from the loop when it is readable, and must not block.

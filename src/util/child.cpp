@@ -18,7 +18,7 @@ ChildResult collect_child(pid_t pid, int read_fd, std::chrono::steady_clock::tim
   using Clock = std::chrono::steady_clock;
   ChildResult r;
   char buf[4096];
-  while (r.output.size() < max_bytes) {
+  while (read_fd >= 0 && r.output.size() < max_bytes) {  // read_fd < 0: nothing to read
     auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {

@@ -1,4 +1,4 @@
-// util/count.hpp: counting line breaks fast, for the copy path and the log follower.
+// util/count.hpp: counting line breaks fast, for the output fed to diagnosis and the scanner.
 #pragma once
 
 #include <cstdint>

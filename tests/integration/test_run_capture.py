@@ -29,6 +29,29 @@ int main(void) {
 """
 
 
+HANDLED_THEN_DONE = """
+import sys, traceback
+print("epoch 1 loss 0.41")
+try:
+    {}["learning_rate"]
+except KeyError:
+    traceback.print_exc()
+    print("falling back to the default learning rate", file=sys.stderr)
+print("Training complete")
+"""
+
+FILLS_THE_DISK = """
+print("epoch 3 step 1200 loss 0.19", flush=True)
+try:
+    with open("checkpoint.pt", "wb") as f:
+        f.write(b"\\0" * (4 << 20))
+finally:
+    # More than the log's last page holds: the traceback after it can't be written.
+    for i in range(200):
+        print(f"rank 0: releasing optimizer state shard {i:03d} of 200", flush=True)
+"""
+
+
 class Capture(RunTestCase):
     def test_stdout_stays_stdout_and_stderr_stays_stderr(self):
         p, run_dir = self.run_wrapped(
@@ -207,6 +230,84 @@ class Capture(RunTestCase):
         p = subprocess.run(["sh", "-c", cmd], capture_output=True, env=self.env, cwd=self.tmp, timeout=30)
         self.assertEqual(p.stdout, b"y\n")
         self.assertEqual(self.report(self.only_run_dir())["signal"], "SIGPIPE")
+
+
+    def test_a_stalled_reader_holds_back_neither_the_timeout_nor_the_log(self):
+        # Our stdout is a FIFO whose reader never reads: the job's 3 MB go to the log
+        # all the same, and --timeout still ends the job (the reader does not hold
+        # the wrapper in a write). subprocess's timeout only guards against a hang.
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        writer = os.open(fifo, os.O_WRONLY)
+        try:
+            cmd = [BIN, "run", "--log-dir", self.logs, "--notify", "never", "--timeout", "2s",
+                   "--", "sh", "-c", "yes | head -c 3000000; sleep 30"]
+            p = subprocess.run(cmd, stdout=writer, stderr=subprocess.PIPE, env=self.env,
+                               cwd=self.tmp, timeout=25)
+        finally:
+            os.close(writer)
+            os.close(reader)
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+        run_dir = self.only_run_dir()
+        self.assertEqual(len(self.job_output(run_dir)), 3000000)
+        rep = self.report(run_dir)
+        self.assertTrue(rep["wrapper_timeout"])
+        self.assertEqual(rep["label"], "time_limit")
+        self.assertTrue(any("could not be shown" in w for w in rep["warnings"]), rep["warnings"])
+        self.assertIn(b"could not be shown", p.stderr)
+
+    def test_stdout_and_stderr_to_one_file_keep_the_order_written(self):
+        # `> slurm.out 2>&1`: a handled traceback on stderr, then the last line on
+        # stdout (block-buffered, so written at exit). One pipe keeps the order, so
+        # the traceback is not the last thing in the log and the run is a success.
+        for i in range(20):
+            out = os.path.join(self.tmp, f"slurm-{i}.out")
+            with open(out, "wb") as f:
+                cmd = [BIN, "run", "-q", "--log-dir", self.logs, "--notify", "never", "--",
+                       PY, "-c", HANDLED_THEN_DONE]
+                p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env,
+                                   cwd=self.tmp, timeout=60)
+            self.assertEqual(p.returncode, 0)
+            run_dir = self.only_run_dir()
+            lines = self.job_output(run_dir).decode().splitlines()
+            self.assertEqual(lines[0], "epoch 1 loss 0.41")
+            self.assertEqual(lines[1], "Traceback (most recent call last):")
+            self.assertEqual(lines[-3:], ["KeyError: 'learning_rate'",
+                                          "falling back to the default learning rate",
+                                          "Training complete"], run_dir)
+            self.assertEqual(self.report(run_dir)["label"], "success", i)
+            with open(out, "rb") as f:
+                self.assertTrue(f.read().endswith(b"learning rate\nTraining complete\n"))
+            os.rename(run_dir, run_dir + ".done")
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root for a private tmpfs")
+    def test_a_job_that_fills_the_disk_is_diagnosed_from_what_it_printed(self):
+        # The log directory and the job's working directory are one 256 KiB tmpfs; the
+        # job fills it and dies on Errno 28. Its traceback never reaches output.log,
+        # but diagnosis reads the output as it is copied, not the file.
+        small = os.path.join(self.tmp, "small")
+        saved = os.path.join(self.tmp, "saved")
+        os.makedirs(small)
+        os.makedirs(saved)
+        script = (f"mount -t tmpfs -o size=256k tmpfs {small} && cd {small} && "
+                  f"{{ {BIN} run --notify never --log-dir {small} -- {PY} -c \"$JOB\"; rc=$?; "
+                  f"for r in {small}/*/report.json; do cp \"$r\" {saved}/ 2>/dev/null; done; "
+                  f"exit $rc; }}")
+        p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                           env=dict(self.env, JOB=FILLS_THE_DISK), cwd=self.tmp, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"OSError: [Errno 28] No space left on device", p.stderr)
+        reports = [os.path.join(saved, f) for f in os.listdir(saved)]
+        fallback = os.path.join(self.state, "reports")
+        if os.path.isdir(fallback):
+            reports += [os.path.join(fallback, f) for f in os.listdir(fallback)]
+        self.assertEqual(len(reports), 1, p.stderr)
+        rep = json.load(open(reports[0]))
+        self.assertEqual(rep["exit_code"], 1)
+        self.assertEqual(rep["label"], "disk_full", rep)
+        self.assertIn(b"disk_full (exit 1", p.stderr)
+        self.assertTrue(any("log is incomplete" in w for w in rep["warnings"]), rep["warnings"])
 
 
 if __name__ == "__main__":

@@ -2,12 +2,19 @@
 import os
 import pty
 import select
+import fcntl
 import signal
+import struct
 import subprocess
+import sys
+import termios
 import time
 import unittest
 
 from harness import BIN, PY, RunTestCase, wait_for, write_script
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from servers import SilentServer  # noqa: E402
 
 TRAPPER = """
 import os, signal, sys, time
@@ -24,6 +31,17 @@ signal.signal(signal.SIGTERM, on)
 print("ready", flush=True)
 while True:
     time.sleep(0.05)
+"""
+
+LAST_LINE_C = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+  printf("C LAST LINE BEFORE SIGKILL\n");
+  kill(getpid(), SIGKILL);
+  return 0;
+}
 """
 
 IGNORES_TERM = """
@@ -98,13 +116,40 @@ class Signals(RunTestCase):
         p, run_dir = self.run_wrapped(["sh", "-c", "kill -TERM $$"])
         self.assertFalse(self.report(run_dir)["wrapper_timeout"])
 
+    def test_a_signal_after_the_job_ended_does_not_change_the_status(self):
+        # The job exits 3 at once; a process it left behind signals the wrapper
+        # 0.2 s later, while the wrapper drains the pipe that process holds.
+        p, run_dir = self.run_wrapped(
+            ["sh", "-c", "W=$PPID; (sleep 0.2; kill -USR1 $W) & exit 3"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(self.report(run_dir)["exit_code"], 3)
+
+    def test_a_sigterm_while_the_notice_is_sent_does_not_change_the_status(self):
+        # The job exits 0; the relay accepts and never answers, so the wrapper is
+        # still delivering when SIGTERM comes, 0.3 s after the job ended.
+        done = os.path.join(self.tmp, "job-ended")
+        with SilentServer() as silent:
+            env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{silent.port}",
+                       GPUALERT_TO="me@example.org", GPUALERT_FROM="gpualert@example.org")
+            cmd = [BIN, "run", "-q", "--log-dir", self.logs, "--notify", "always",
+                   "--notify-timeout", "4s", "--", "sh", "-c", f"touch {done}; exit 0"]
+            proc = subprocess.Popen(cmd, env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            self.assertTrue(wait_for(lambda: os.path.exists(done)))
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=30), 0)
+        self.assertEqual(self.report(self.only_run_dir())["exit_code"], 0)
+
 
 class Terminal(RunTestCase):
     """Runs the wrapper on a real pseudo-terminal, as an interactive shell would."""
 
-    def spawn_on_pty(self, args):
+    def spawn_on_pty(self, args, size=None):
         pid, fd = pty.fork()
         if pid == 0:
+            if size:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
             os.environ.clear()
             os.environ.update(self.env)
             os.chdir(self.tmp)
@@ -137,14 +182,57 @@ class Terminal(RunTestCase):
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
         os.close(fd)
 
+    def test_the_job_sees_a_terminal_sized_like_ours_and_resized_with_it(self):
+        job = ("import os, signal, sys, time\n"
+               "changed = []\n"
+               "signal.signal(signal.SIGWINCH, lambda s, f: changed.append(1))\n"
+               "sz = os.get_terminal_size(1)\n"
+               "print('tty', os.isatty(1), os.isatty(2), sz.columns, sz.lines, flush=True)\n"
+               "for _ in range(500):\n"  # a hang guard: SIGWINCH comes from the test
+               "    if changed: break\n"
+               "    time.sleep(0.02)\n"
+               "for _ in range(250):\n"  # the wrapper copies the new size on its SIGWINCH
+               "    sz = os.get_terminal_size(1)\n"
+               "    if sz.columns != 111: break\n"
+               "    time.sleep(0.02)\n"
+               "print('resized', sz.columns, sz.lines)\n")
+        pid, fd = self.spawn_on_pty([PY, "-c", job], size=(33, 111))
+        self.assertIn(b"tty True True 111 33", self.read_until(fd, b"tty "))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 77, 0, 0))
+        self.assertIn(b"resized 77 40", self.read_until(fd, b"resized"))
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        os.close(fd)
+        # The log has the job's bytes: no "\r\n" from the pty's output processing.
+        self.assertEqual(self.job_output(self.only_run_dir()),
+                         b"tty True True 111 33\nresized 77 40\n")
+
+    def test_on_a_terminal_the_job_line_buffers_without_a_preload(self):
+        # The pty line-buffers C stdio by itself: the job's environment gets no
+        # stdbuf preload (which every descendant would inherit), and a C program's
+        # last line before a SIGKILL is still in the log.
+        src = write_script(self.tmp, "last.c", LAST_LINE_C, mode=0o644)
+        exe = os.path.join(self.tmp, "last")
+        subprocess.run(["cc", "-o", exe, src], check=True)
+        job = f'echo "preload=[$_STDBUF_O]"; exec {exe}'
+        pid, fd = self.spawn_on_pty(["sh", "-c", job])
+        out = self.read_until(fd, b"BEFORE SIGKILL")
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        self.assertIn(b"preload=[]", out)
+        self.assertEqual(os.waitstatus_to_exitcode(status), -signal.SIGKILL)
+        self.assertEqual(self.job_output(self.only_run_dir()),
+                         b"preload=[]\nC LAST LINE BEFORE SIGKILL\n")
+
     def test_ctrl_c_reaches_the_job_exactly_once(self):
+        # The handler only counts: printing from it could land inside the main
+        # code's print (stdout is a tty, line-buffered) and raise a reentrant call.
         job = ("import signal, time, sys\n"
                "n = []\n"
-               "def on(s, f):\n"
-               "    n.append(1); print('SIGINT', len(n), flush=True)\n"
-               "signal.signal(signal.SIGINT, on)\n"
+               "signal.signal(signal.SIGINT, lambda s, f: n.append(1))\n"
                "print('ready', flush=True)\n"
                "while len(n) < 1: time.sleep(0.02)\n"
+               "print('SIGINT', len(n), flush=True)\n"
                "time.sleep(0.5)\n"
                "print('total', len(n), flush=True)\n")
         pid, fd = self.spawn_on_pty([PY, "-c", job])

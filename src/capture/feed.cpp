@@ -1,0 +1,197 @@
+#include "capture/feed.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/count.hpp"
+
+namespace capture {
+
+OutputFeed::OutputFeed(Consumer consumer, Skipper skipper, size_t capacity)
+    : m_consumer(std::move(consumer)), m_skipper(std::move(skipper)), m_capacity(capacity) {}
+
+OutputFeed::~OutputFeed() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_done = true;
+  }
+  m_cv.notify_all();
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+uint64_t OutputFeed::dropped() const {
+  std::lock_guard lock(m_mutex);
+  return m_dropped;
+}
+
+void OutputFeed::drop_oldest(size_t need) {
+  // The unread bytes [from, from + count), as at most two contiguous pieces.
+  auto pieces = [&](size_t from, size_t count, auto&& each) {
+    while (count > 0) {
+      size_t at = (m_head + from) % m_capacity;
+      size_t piece = std::min(count, m_capacity - at);
+      if (!each(std::string_view(m_ring.get() + at, piece), from)) {
+        return;
+      }
+      from += piece;
+      count -= piece;
+    }
+  };
+  // At least `need` bytes, then on to the end of that line, so that the consumer's
+  // next chunk starts a line; when no line ends in the rest, just `need`.
+  size_t drop = std::min(need, m_size);
+  if (drop > 0 && drop < m_size) {
+    pieces(drop - 1, m_size - drop + 1, [&](std::string_view v, size_t from) {
+      const void* nl = std::memchr(v.data(), '\n', v.size());
+      if (nl == nullptr) {
+        return true;
+      }
+      drop = from + static_cast<size_t>(static_cast<const char*>(nl) - v.data()) + 1;
+      return false;
+    });
+  }
+  uint64_t lines = 0;
+  pieces(0, drop, [&](std::string_view v, size_t) {
+    lines += util::count_newlines(v);
+    return true;
+  });
+  m_head = (m_head + drop) % m_capacity;
+  m_size -= drop;
+  m_skip_bytes += drop;
+  m_skip_lines += lines;
+  m_dropped += drop;
+}
+
+void OutputFeed::push(std::string_view bytes) {
+  if (bytes.empty()) {
+    return;
+  }
+  bool wake = false;
+  {
+    std::lock_guard lock(m_mutex);
+    if (!m_ring) {
+      // Not zero-filled: a job that prints little touches a page or two of it.
+      m_ring = std::make_unique_for_overwrite<char[]>(m_capacity);
+    }
+    if (bytes.size() > m_capacity) {
+      // More than the ring holds in one chunk: what is unread and the chunk's
+      // head go unread; the line count comes from the bytes themselves.
+      size_t cut = bytes.size() - m_capacity;
+      drop_oldest(m_size);
+      m_skip_bytes += cut;
+      m_skip_lines += util::count_newlines(bytes.substr(0, cut));
+      m_dropped += cut;
+      bytes.remove_prefix(cut);
+    } else if (m_capacity - m_size < bytes.size()) {
+      drop_oldest(bytes.size() - (m_capacity - m_size));
+    }
+    size_t tail = (m_head + m_size) % m_capacity;
+    size_t first = std::min(bytes.size(), m_capacity - tail);
+    std::memcpy(m_ring.get() + tail, bytes.data(), first);
+    std::memcpy(m_ring.get(), bytes.data() + first, bytes.size() - first);
+    m_size += bytes.size();
+    wake = m_waiting;
+  }
+  if (wake) {
+    m_cv.notify_one();
+  }
+}
+
+bool OutputFeed::take(uint64_t& skip_bytes, uint64_t& skip_lines, size_t& len) {
+  if (m_size == 0 && m_skip_bytes == 0) {
+    return false;
+  }
+  skip_bytes = m_skip_bytes;
+  skip_lines = m_skip_lines;
+  m_skip_bytes = m_skip_lines = 0;
+  len = std::min(m_size, k_take);
+  if (!m_out) {
+    m_out = std::make_unique_for_overwrite<char[]>(k_take);
+  }
+  size_t first = std::min(len, m_capacity - m_head);
+  if (len > 0) {
+    std::memcpy(m_out.get(), m_ring.get() + m_head, first);
+    std::memcpy(m_out.get() + first, m_ring.get(), len - first);
+  }
+  m_head = (m_head + len) % m_capacity;
+  m_size -= len;
+  return true;
+}
+
+void OutputFeed::consume(uint64_t skip_bytes, uint64_t skip_lines, size_t len) {
+  if (skip_bytes > 0 && m_skipper) {
+    m_skipper(skip_bytes, skip_lines);
+  }
+  if (len > 0) {
+    m_consumer(std::string_view(m_out.get(), len));
+  }
+}
+
+void OutputFeed::loop() {
+  std::unique_lock lock(m_mutex);
+  bool idle = false;
+  for (;;) {
+    uint64_t sb = 0, sl = 0;
+    size_t len = 0;
+    if (take(sb, sl, len)) {
+      if (!idle && m_size > m_capacity / 2) {
+        // The job prints in bulk: from now on diagnosis only gets the CPU nobody
+        // else wants, never competing with the copy or the job; when it can't keep
+        // up, the ring drops the oldest bytes and the end is still read. Not before:
+        // an idle thread can starve for seconds on a busy node, and unprivileged it
+        // can't come back, so a job printing little is read at normal priority.
+        struct sched_param none {};
+        ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &none);
+        idle = true;
+      }
+      lock.unlock();
+      consume(sb, sl, len);
+      lock.lock();
+      continue;
+    }
+    if (m_done) {
+      return;
+    }
+    m_waiting = true;
+    m_cv.wait(lock);
+    m_waiting = false;
+  }
+}
+
+void OutputFeed::start() {
+  std::lock_guard lock(m_mutex);
+  if (m_thread.joinable() || m_finished) {
+    return;
+  }
+  m_thread = std::thread([this] { loop(); });
+}
+
+void OutputFeed::finish() {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_finished) {
+      return;
+    }
+    m_finished = true;
+    m_done = true;
+  }
+  m_cv.notify_all();
+  if (m_thread.joinable()) {
+    m_thread.join();  // it consumed everything pushed before m_done
+  }
+  std::unique_lock lock(m_mutex);
+  uint64_t sb = 0, sl = 0;
+  size_t len = 0;
+  while (take(sb, sl, len)) {
+    lock.unlock();
+    consume(sb, sl, len);
+    lock.lock();
+  }
+}
+
+}  // namespace capture
