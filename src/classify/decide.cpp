@@ -73,8 +73,10 @@ std::string confidence_of(const Rule* rule, const Verdict& v, const ExitInfo& ex
     return e.line > 0 ? " (line " + std::to_string(e.line) + ")" : std::string();
   };
   if (rule == nullptr) {
-    return v.label == "success" ? "certain: exit 0, and nothing in the log contradicts it"
-                                : "guess: no rule matched; only the " + exit_text(exit) + " is known";
+    return v.label == "success"
+               ? "certain: exit 0, and nothing in the log contradicts it"
+               : "guess: no rule matched; only the " + exit_text(exit) +
+                     " is known (the log's first error-looking line, if any, is shown)";
   }
   const EvidenceLine* first = nullptr;
   for (const auto& e : v.evidence) {
@@ -219,6 +221,24 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     }
   }
 
+  // An unknown ending still points at a line: the first that reads like an error.
+  auto first_error_looking = [&](Verdict& v) {
+    if (v.label != "unknown") {
+      return;
+    }
+    for (size_t i = 0; i < rules.size(); ++i) {
+      if (rules[i].is_marker && rules[i].id == "error-looking-line") {
+        for (const auto& e : hits[i].evidence) {
+          if (e.source == "log") {
+            v.evidence.push_back(e);
+            v.fields["first_error_line"] = std::to_string(e.line);
+            return;
+          }
+        }
+      }
+    }
+  };
+
   Verdict v;
   if (best < 0) {
     v.label = exited_zero ? "success" : "unknown";
@@ -228,6 +248,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     v.action = std::string(info->action);
     v.evidence.push_back({0, exit_text(exit), "exit"});
     v.confidence = confidence_of(nullptr, v, exit);
+    first_error_looking(v);
     contradicted(v, zero_contradicted);
     return v;
   }
@@ -260,6 +281,7 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     }
   }
   v.confidence = confidence_of(&rule, v, exit);
+  first_error_looking(v);
   contradicted(v, zero_contradicted);
   return v;
 }

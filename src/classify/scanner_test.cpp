@@ -641,7 +641,9 @@ TEST(Confidence, EachVerdictSaysHowSureItIsAndWhy) {
   EXPECT_EQ(oom.confidence, "certain: the log shows the root cause (line 2)");
   auto none = classify_text("step 1\nstep 2\n", exit_code(3));
   EXPECT_EQ(none.label, "unknown");
-  EXPECT_EQ(none.confidence, "guess: no rule matched; only the exit status 3 is known");
+  EXPECT_EQ(none.confidence,
+            "guess: no rule matched; only the exit status 3 is known (the log's first "
+            "error-looking line, if any, is shown)");
   auto ok = classify_text("step 1\ndone\n", exit_code(0));
   EXPECT_EQ(ok.confidence, "certain: exit 0, and nothing in the log contradicts it");
   classify::HostEvidence host;
@@ -649,6 +651,20 @@ TEST(Confidence, EachVerdictSaysHowSureItIsAndWhy) {
   auto tl = classify_text("step 1\n", exit_code(143), host);
   EXPECT_EQ(tl.label, "time_limit");
   EXPECT_EQ(tl.confidence, "certain: the scheduler's own word");
+}
+
+TEST(Unknown, StillPointsAtTheFirstErrorLookingLine) {
+  auto v = classify_text("step 1\nstep 2\nrank 3: connection refused by peer\nstep 3\nfailed again\n",
+                         exit_code(7));
+  EXPECT_EQ(v.label, "unknown");
+  ASSERT_EQ(v.evidence.size(), 2u);
+  EXPECT_EQ(v.evidence[1].line, 3u);
+  EXPECT_EQ(v.evidence[1].source, "log");
+  EXPECT_EQ(v.fields["first_error_line"], "3");
+  // A label that a rule explains is not given such a line.
+  auto oom = classify_text("connection refused\nCUDA out of memory. Tried to allocate 2.00 GiB\n",
+                           exit_code(1));
+  EXPECT_FALSE(oom.fields.count("first_error_line"));
 }
 
 }  // namespace
