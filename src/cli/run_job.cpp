@@ -15,6 +15,7 @@
 #include "capture/log_follower.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
+#include "cli/job_comment.hpp"
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
@@ -271,6 +272,7 @@ RunEnding run_job(const RunOptions& o) {
   // Interactive: the job stays in the terminal's foreground group with us, so a
   // pdb prompt can read the terminal and Ctrl-Z / fg stop and resume both.
   bool interactive = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  rep.interactive = interactive;  // a Ctrl-C there is the person's own (notify/policy.hpp)
   supervise::SuperviseOptions sopt;
   sopt.mode = interactive ? supervise::JobControl::shared_group : supervise::JobControl::own_group;
   sopt.slurm_step = supervise::Forwarding::step_from_environment();
@@ -450,6 +452,7 @@ RunEnding run_job(const RunOptions& o) {
   }
 
   sink.close();  // the log is on disk before the report is read or sent (synced here if short)
+  host::CommentWrite comment = start_job_comment(rep, config);  // waited for on return, 2 s at most
   std::string notice;
   if (!held.empty() && !notify::should_notify(config, rep)) {
     withdraw_held_notice(held, o.config_file, config);  // this ending needs none
