@@ -53,7 +53,7 @@ class SmtpDelivery(unittest.TestCase):
         self.assertEqual(mail_from, "gpualert@test.invalid")
         msg = parse(raw)
         self.assertEqual(msg.defects, [])
-        self.assertEqual(msg["Subject"], "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)")
+        self.assertEqual(msg["Subject"], "[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB | job 4242 llama-ft on gpu-node17 (exit 1 after 2h13m)")
         self.assertEqual(msg.get_content_type(), "multipart/mixed")
         parts = list(msg.iter_parts())
         self.assertEqual(parts[0].get_content_type(), "multipart/alternative")
@@ -95,8 +95,8 @@ class SmtpDelivery(unittest.TestCase):
             finally:
                 run2.cleanup()
             subjects = [parse(m[2])["Subject"] for m in sink.messages]
-        self.assertEqual(subjects, ["[gpualert] succeeded: tiny on gpu-node17 (exit 0 after 5m02s)",
-                                    "[gpualert] FAILED host_oom: big on gpu-node17 (killed by SIGKILL after 45s)"])
+        self.assertEqual(subjects, ["[gpualert] succeeded: job 4242 tiny on gpu-node17 (exit 0 after 5m02s)",
+                                    "[gpualert] FAILED host_oom: job 4242 big on gpu-node17 (killed by SIGKILL after 45s)"])
 
     def test_crlf_in_job_name_cannot_inject_headers(self):
         run_dir, _ = self.oom_run(name="evil\r\nBcc: mallory@example.com\r\nX-Injected: yes")
@@ -109,7 +109,7 @@ class SmtpDelivery(unittest.TestCase):
         self.assertIsNone(msg["Bcc"])
         self.assertIsNone(msg["X-Injected"])
         self.assertEqual(msg["Subject"],
-                         "[gpualert] FAILED cuda_oom: evil Bcc: mallory@example.com X-Injected: yes on gpu-node17 "
+                         "[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB | job 4242 evil Bcc: mallory@example.com X-Injected: yes on gpu-node17 "
                          "(exit 1 after 2h13m)")
 
     def test_non_ascii_subject_is_rfc2047_encoded(self):
@@ -121,7 +121,8 @@ class SmtpDelivery(unittest.TestCase):
         header_block.decode("ascii")  # every header byte is ASCII
         self.assertIn(b"=?UTF-8?Q?", header_block)
         self.assertEqual(parse(raw)["Subject"],
-                         "[gpualert] FAILED cuda_oom: modèle-日本語-training on gpu-node17 (exit 1 after 2h13m)")
+                         "[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB | job 4242 modèle-日本語-training on gpu-node17 "
+                         "(exit 1 after 2h13m)")
 
     def test_attachments_budget_head_tail_and_symlink_outside_cwd(self):
         lines = [f"step {i} loss {i * 0.001:.6f} " + os.urandom(24).hex() for i in range(40000)]  # ~2.8 MB, poorly compressible
@@ -215,6 +216,18 @@ class SmtpDelivery(unittest.TestCase):
         self.assertEqual(len(listing), 1)
         self.assertIn("552", listing[0])
         self.assertIn("1 attempt", listing[0])
+
+    def test_test_notify_warns_of_a_sender_without_a_domain(self):
+        with SmtpSink() as sink:
+            bare = self.env.run("test-notify", GPUALERT_SMTP_URL=smtp_url(sink.port),
+                                GPUALERT_FROM="alerts@gpubox")
+            good = self.env.run("test-notify", GPUALERT_SMTP_URL=smtp_url(sink.port))
+        # This relay takes it; the warning says why another may not, and what to set.
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        self.assertIn("the sender alerts@gpubox has no domain", bare.stderr)
+        self.assertIn("set GPUALERT_FROM", bare.stderr)
+        self.assertEqual(good.returncode, 0, good.stderr)
+        self.assertNotIn("no domain", good.stderr)
 
     def test_silent_server_is_cut_at_the_deadline(self):
         run_dir, _ = self.oom_run()
