@@ -1,6 +1,7 @@
 """Webhook and ntfy delivery (GPUALERT_WEBHOOK_URL, GPUALERT_NTFY_URL) against a real
 http.server on 127.0.0.1: Slack Block Kit, the generic report.json POST with its text, ntfy's
 push with title, priority and tags, failing endpoints kept in the outbox."""
+import email.header
 import json
 import os
 import sys
@@ -90,7 +91,7 @@ class WebhookDelivery(unittest.TestCase):
                                  GPUALERT_NTFY_URL=f"http://127.0.0.1:{push.port}/topic")
                 self.assertEqual(p.returncode, 0, p.stderr)
                 bodies += [hook.posts[0][2], push.posts[0][2]] + list(push.posts[0][1].values())
-        self.assertEqual(len(bodies) > 4, True)
+        self.assertGreaterEqual(len(bodies), 2 * (2 + 3))  # two bodies and the push's headers, twice
         for body in bodies:
             self.assertNotIn(TOKEN, body if isinstance(body, str) else body.decode())
         # The line itself is there, masked: the check above looked at the right text.
@@ -149,6 +150,17 @@ class NtfyDelivery(unittest.TestCase):
         self.assertIn("Cause: torch.OutOfMemoryError: CUDA out of memory", text)
         self.assertIn("First action: smaller batch", text)
         self.assertEqual(self.env.run("outbox", "list").stdout, "")
+
+    def test_a_title_that_is_not_ascii_goes_as_encoded_words(self):
+        run_dir, _ = make_run(os.path.join(self.env.root, "utf8"), name="modèle-日本語",
+                              lines=OOM_LINES, evidence=OOM_EVIDENCE)
+        with HttpReceiver() as push:
+            p = self.env.run("notify", run_dir, GPUALERT_NTFY_URL=f"http://127.0.0.1:{push.port}/t")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            title = push.posts[0][1]["Title"]
+        title.encode("ascii")  # an HTTP header in ASCII, as ntfy expects
+        decoded = str(email.header.make_header(email.header.decode_header(title)))
+        self.assertEqual(decoded, "FAILED cuda_oom: job 4242 modèle-日本語 on gpu-node17")
 
     def test_success_is_a_default_priority_push(self):
         run_dir, _ = make_run(os.path.join(self.env.root, "ok"), exit_code=0, label="success",
