@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include <nlohmann/json.hpp>
 
 #include "notify/attachments.hpp"
 #include "notify/content.hpp"
@@ -120,7 +119,7 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   } else {
     n.webhook_payload = slack_payload(r, n.subject);
   }
-  n.ntfy_payload = ntfy_to_json(ntfy_message(r, n.subject));
+  n.ntfy_payload = ntfy_to_json(ntfy_message(r));
   return n;
 }
 

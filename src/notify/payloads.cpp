@@ -170,7 +170,7 @@ std::string json_payload(const report::RunReport& r, std::string_view report_jso
   return dump(j);
 }
 
-NtfyMessage ntfy_message(const report::RunReport& r, const std::string& /*subject*/) {
+NtfyMessage ntfy_message(const report::RunReport& r) {
   NtfyMessage m;
   bool ok = is_success(r);
   m.title = line_of(outcome(r) + ": " + who(r), 250);

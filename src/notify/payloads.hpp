@@ -40,7 +40,9 @@ struct NtfyMessage {
   std::string message;   // summary_text
 };
 
-NtfyMessage ntfy_message(const report::RunReport& r, const std::string& subject);
+// Its title says outcome, label and which job ("FAILED cuda_oom: job 4242 llama-ft rank 3 on
+// gpu-node17"), shorter than the subject; the message is summary_text without the subject.
+NtfyMessage ntfy_message(const report::RunReport& r);
 // The outbox keeps an ntfy entry as this JSON; parse_ntfy reads it back.
 std::string ntfy_to_json(const NtfyMessage& m);
 util::Result<NtfyMessage> parse_ntfy(std::string_view json);

@@ -77,7 +77,7 @@ TEST(Json, TheReportKeepsItsKeysAndGainsAText) {
 
 TEST(Ntfy, PriorityAndTagsByOutcomeAndARoundTripThroughTheOutbox) {
   report::RunReport r = failed_run();
-  NtfyMessage m = ntfy_message(r, build_subject(r));
+  NtfyMessage m = ntfy_message(r);
   EXPECT_EQ(m.priority, "high");
   EXPECT_EQ(m.tags, "rotating_light,cuda_oom");
   EXPECT_EQ(m.title, "FAILED cuda_oom: job 4242 llama-ft rank 3 on gpu-node17");
@@ -91,7 +91,7 @@ TEST(Ntfy, PriorityAndTagsByOutcomeAndARoundTripThroughTheOutbox) {
 
   r.exit_code = 0;
   r.verdict->label = "success";
-  NtfyMessage ok = ntfy_message(r, build_subject(r));
+  NtfyMessage ok = ntfy_message(r);
   EXPECT_EQ(ok.priority, "default");
   EXPECT_EQ(ok.tags, "white_check_mark,success");
 }
