@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-
 #include "notify/attachments.hpp"
 #include "notify/content.hpp"
 #include "notify/log_excerpt.hpp"
