@@ -33,8 +33,9 @@ int cmd_test_notify(int argc, char** argv) {
   }
   if (!notify::has_channel(*config)) {
     std::fprintf(stderr,
-                 "gpualert: error: nothing to test: no SMTP or webhook configured "
-                 "(GPUALERT_SMTP_URL and GPUALERT_TO, or GPUALERT_WEBHOOK_URL; or %s)\n",
+                 "gpualert: error: nothing to test: no SMTP, webhook or ntfy configured "
+                 "(GPUALERT_SMTP_URL and GPUALERT_TO, GPUALERT_WEBHOOK_URL, or "
+                 "GPUALERT_NTFY_URL; or %s)\n",
                  config->source.empty() ? "a config file" : config->source.c_str());
     return 1;
   }
@@ -45,6 +46,16 @@ int cmd_test_notify(int argc, char** argv) {
   if (!config->smtp_url.empty()) {
     notify::MailParts parts;
     parts.from = config->from.empty() ? notify::default_from() : config->from;
+    if (!notify::has_mail_domain(parts.from)) {
+      std::fprintf(stderr,
+                   "gpualert: warning: the sender %s has no domain (%s): many mail relays refuse "
+                   "it; set GPUALERT_FROM (or `from` in the config file) to an address of your "
+                   "domain, e.g. GPUALERT_FROM=gpualert@example.org\n",
+                   notify::bare_address(parts.from).c_str(),
+                   config->from.empty()
+                       ? "no /etc/mailname, and the host's name has no domain in the resolver"
+                       : "as configured");
+    }
     parts.to = config->to;
     parts.subject = subject;
     parts.text = "This is a test message from gpualert on " + host +
@@ -76,16 +87,33 @@ int cmd_test_notify(int argc, char** argv) {
     }
   }
   if (!config->webhook_url.empty()) {
-    nlohmann::json payload =
-        config->webhook_format == "json"
-            ? nlohmann::json{{"test", true}, {"host", host}, {"subject", subject}}
-            : nlohmann::json{{"text", subject}, {"username", "gpualert"}};
+    nlohmann::json payload = config->webhook_format == "json" ? nlohmann::json{{"test", true},
+                                                                               {"host", host},
+                                                                               {"subject", subject},
+                                                                               {"text", subject}}
+                                                              : nlohmann::json{{"text", subject}};
     auto r = notify::webhook_post(*config, payload.dump(), config->notify_timeout);
     if (r.ok) {
       std::printf("webhook: test message accepted (HTTP %ld)\n", r.response);
     } else {
       ++failures;
       std::fprintf(stderr, "gpualert: error: webhook: %s\n", r.describe().c_str());
+    }
+  }
+  if (!config->ntfy_url.empty()) {
+    notify::NtfyMessage m;
+    m.title = subject;
+    m.priority = "default";
+    m.tags = "test_tube";
+    m.message = "This is a test message from gpualert on " + host +
+                ". If you read this, failed and finished training runs will reach you too.";
+    auto r = notify::ntfy_post(*config, m, config->notify_timeout);
+    if (r.ok) {
+      std::printf("ntfy: test message accepted by %s (HTTP %ld)\n",
+                  notify::redact_url(config->ntfy_url).c_str(), r.response);
+    } else {
+      ++failures;
+      std::fprintf(stderr, "gpualert: error: ntfy: %s\n", r.describe().c_str());
     }
   }
   return failures == 0 ? 0 : 1;

@@ -17,6 +17,7 @@
 #include "capture/job_terminal.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
+#include "cli/job_comment.hpp"
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
@@ -316,6 +317,7 @@ RunEnding run_job(const RunOptions& o) {
   // Interactive: the job stays in the terminal's foreground group with us, so a
   // pdb prompt can read the terminal and Ctrl-Z / fg stop and resume both.
   bool interactive = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  rep.interactive = interactive;  // a Ctrl-C there is the person's own (notify/policy.hpp)
   supervise::SuperviseOptions sopt;
   sopt.mode = interactive ? supervise::JobControl::shared_group : supervise::JobControl::own_group;
   sopt.slurm_step = supervise::Forwarding::step_from_environment();
@@ -520,7 +522,7 @@ RunEnding run_job(const RunOptions& o) {
     // The durability promise is broken: say so in the report the notice is built from.
     rep.warnings.push_back("the log may not be on disk: " + *err);
     say_late("gpualert: WARNING: the log may not be on disk: " + *err + "\n");
-    if (auto st = util::write_file_atomic(report_path, report::to_json(rep).dump(2) + "\n", 0644,
+    if (auto st = util::write_file_atomic(report_path, report::to_text(rep), 0644,
                                           util::Durability::replace_only);
         !st) {
       say_late("gpualert: WARNING: could not write " + report_path + ": " + st.error() + "\n");
@@ -529,6 +531,7 @@ RunEnding run_job(const RunOptions& o) {
   if (!unshown.empty()) {
     say_late("gpualert: WARNING: " + unshown + "\n");
   }
+  host::CommentWrite comment = start_job_comment(rep, config);  // waited for on return, 2 s at most
   std::string notice;
   if (!held.empty() && !notify::should_notify(config, rep)) {
     withdraw_held_notice(held, o.config_file, config);  // this ending needs none

@@ -86,33 +86,58 @@ std::optional<std::string> slurm_state_line(std::string_view out, std::string_vi
   return job ? std::optional<std::string>(job->line) : std::nullopt;
 }
 
-std::optional<SlurmJob> query_slurm_job(const std::string& job_id,
-                                        std::chrono::milliseconds deadline) {
-  if (!plausible_job_id(job_id)) {
-    return std::nullopt;
-  }
+namespace {
+
+// Starts scontrol (from PATH) with `args`, its stdout on the returned pipe's read end
+// (stderr too when `with_stderr`, else /dev/null), stdin on /dev/null, an empty
+// signal mask. -1 when it could not be started.
+pid_t spawn_scontrol(const std::vector<std::string>& args, bool with_stderr,
+                     util::UniqueFd& out_r) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) {
-    return std::nullopt;
+    return -1;
   }
-  util::UniqueFd out_r(p[0]), out_w(p[1]);
+  out_r = util::UniqueFd(p[0]);
+  util::UniqueFd out_w(p[1]);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_w.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  if (with_stderr) {
+    posix_spawn_file_actions_adddup2(&actions, out_w.get(), STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t empty;
   sigemptyset(&empty);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  const char* argv[] = {"scontrol", "show", "job", "--oneliner", job_id.c_str(), nullptr};
+  std::vector<char*> argv;
+  static char name[] = "scontrol";
+  argv.push_back(name);
+  for (const auto& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, "scontrol", &actions, &attr, const_cast<char**>(argv), environ);
+  int rc = posix_spawnp(&pid, "scontrol", &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  out_w.reset();
-  if (rc != 0) {
+  return rc == 0 ? pid : -1;
+}
+
+}  // namespace
+
+std::optional<SlurmJob> query_slurm_job(const std::string& job_id,
+                                        std::chrono::milliseconds deadline) {
+  if (!plausible_job_id(job_id)) {
+    return std::nullopt;
+  }
+  util::UniqueFd out_r;
+  pid_t pid = spawn_scontrol({"show", "job", "--oneliner", job_id}, false, out_r);
+  if (pid < 0) {
     return std::nullopt;
   }
   util::ChildResult child =
@@ -226,6 +251,58 @@ std::optional<int> requeued_run(std::string_view line) {
     }
   }
   return n > 0 ? std::optional<int>(n) : std::nullopt;
+}
+
+bool CommentWrite::finish() {
+  if (m_pid <= 0) {
+    return false;
+  }
+  util::ChildResult child = util::collect_child(m_pid, m_output.get(), m_deadline, 4096);
+  m_pid = -1;
+  m_output.reset();
+  return child.finished && WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0;
+}
+
+std::string slurm_comment_text(std::string_view text, size_t max_bytes) {
+  std::string out;
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    char put = ch;
+    if (c < 0x20 || c == 0x7f) {
+      put = ' ';
+    } else if (ch == '"' || ch == '`') {
+      put = '\'';
+    }
+    if (put == ' ' && (out.empty() || out.back() == ' ')) {
+      continue;
+    }
+    out += put;
+  }
+  while (!out.empty() && out.back() == ' ') {
+    out.pop_back();
+  }
+  if (out.size() > max_bytes && max_bytes > 3) {
+    size_t cut = max_bytes - 3;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) {
+      --cut;  // not inside a UTF-8 sequence
+    }
+    out = out.substr(0, cut) + "...";
+  }
+  return out;
+}
+
+CommentWrite start_comment_write(const std::string& job_id, const std::string& comment,
+                                 std::chrono::milliseconds deadline) {
+  if (!plausible_job_id(job_id) || job_id.find('_') != std::string::npos) {
+    return {};  // an array member's own job id is digits only
+  }
+  util::UniqueFd out_r;
+  pid_t pid = spawn_scontrol(
+      {"update", "JobId=" + job_id, "Comment=" + slurm_comment_text(comment)}, true, out_r);
+  if (pid < 0) {
+    return {};
+  }
+  return CommentWrite(pid, std::move(out_r), std::chrono::steady_clock::now() + deadline);
 }
 
 }  // namespace host

@@ -12,11 +12,15 @@
 // ("Reason=None"). Nothing is asked when the job ended by itself.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "util/fd.hpp"
 
 namespace host {
 
@@ -62,5 +66,43 @@ std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_a
 
 // The "requeued" line's run number, when `line` is one (see slurm_evidence).
 std::optional<int> requeued_run(std::string_view line);
+
+// `scontrol update JobId=ID Comment=TEXT` running beside the caller, so that
+// `sacct -o JobID,State,Comment` and `squeue -O comment` show why each job ended.
+// Users may update their own job's comment. The caller goes on with its work
+// (sending the notice) and calls finish() at its end; a controller that does not
+// answer costs at most the deadline, then scontrol is killed.
+class CommentWrite {
+ public:
+  CommentWrite() = default;  // nothing running
+  CommentWrite(pid_t pid, util::UniqueFd output, std::chrono::steady_clock::time_point deadline)
+      : m_pid(pid), m_output(std::move(output)), m_deadline(deadline) {}
+  CommentWrite(CommentWrite&& o) noexcept
+      : m_pid(o.m_pid), m_output(std::move(o.m_output)), m_deadline(o.m_deadline) {
+    o.m_pid = -1;
+  }
+  CommentWrite& operator=(CommentWrite&&) = delete;
+  CommentWrite(const CommentWrite&) = delete;
+  ~CommentWrite() { (void)finish(); }
+
+  bool running() const { return m_pid > 0; }
+  // Waits for scontrol until the deadline, kills it then. True when it exited 0.
+  bool finish();
+
+ private:
+  pid_t m_pid = -1;
+  util::UniqueFd m_output;
+  std::chrono::steady_clock::time_point m_deadline;
+};
+
+// Slurm's Comment field is one line that scontrol parses: control characters and
+// quotes become spaces or ', runs of spaces collapse, at most max_bytes (cut at a
+// UTF-8 boundary, "..." marking the cut).
+std::string slurm_comment_text(std::string_view text, size_t max_bytes = 120);
+
+// Starts `scontrol update JobId=<job_id> Comment=<slurm_comment_text(comment)>` (from
+// PATH). Not running when job_id is not a job id or scontrol cannot be started.
+CommentWrite start_comment_write(const std::string& job_id, const std::string& comment,
+                                 std::chrono::milliseconds deadline);
 
 }  // namespace host

@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -128,6 +131,63 @@ TEST(SlurmState, ItsOutputIsReadAndAFailureIsNothing) {
   // Not a job id: nothing is run.
   EXPECT_FALSE(host::query_slurm_job_state("12; rm -rf /", std::chrono::seconds(5)));
   EXPECT_FALSE(host::query_slurm_job_state("", std::chrono::seconds(5)));
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(SlurmComment, ScontrolGetsTheJobAndTheCleanedCommentAsTwoArguments) {
+  FakePath path("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$0.argv\"\n");
+  auto write = host::start_comment_write(
+      "4242", "gpualert: script_error rank 1: ValueError: bad \"shape\"\n  at `x`",
+      std::chrono::seconds(10));
+  ASSERT_TRUE(write.running());
+  EXPECT_TRUE(write.finish());
+  EXPECT_EQ(slurp(path.dir + "/scontrol.argv"),
+            "update\nJobId=4242\nComment=gpualert: script_error rank 1: ValueError: bad 'shape' "
+            "at 'x'\n");
+  ::unlink((path.dir + "/scontrol.argv").c_str());
+}
+
+TEST(SlurmComment, AFailedScontrolIsReportedAndNotAJobIdIsNotRun) {
+  FakePath path("#!/bin/sh\necho 'Access/permission denied' >&2\nexit 1\n");
+  EXPECT_FALSE(
+      host::start_comment_write("4242", "gpualert: success", std::chrono::seconds(10)).finish());
+  EXPECT_FALSE(host::start_comment_write("42; rm -rf /", "x", std::chrono::seconds(10)).running());
+  EXPECT_FALSE(host::start_comment_write("", "x", std::chrono::seconds(10)).running());
+}
+
+TEST(SlurmComment, AHangingScontrolIsKilledAtTheDeadline) {
+  FakePath path("#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 30\n");
+  auto write =
+      host::start_comment_write("7", "gpualert: cuda_oom", std::chrono::milliseconds(1000));
+  ASSERT_TRUE(write.running());
+  EXPECT_FALSE(write.finish());
+  std::string pid_text = slurp(path.dir + "/scontrol.pid");
+  ASSERT_FALSE(pid_text.empty()) << "scontrol never ran";
+  pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+  // Killed and reaped: no such process any more (not even a zombie of ours).
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+  ::unlink((path.dir + "/scontrol.pid").c_str());
+}
+
+TEST(SlurmComment, TheTextIsOneLineOfAtMost120Bytes) {
+  EXPECT_EQ(host::slurm_comment_text("a\r\nb\t\"c\"  "), "a b 'c'");
+  std::string cause = "gpualert: cuda_oom: " + std::string(200, 'x');
+  std::string cut = host::slurm_comment_text(cause);
+  EXPECT_EQ(cut.size(), 120u);
+  EXPECT_EQ(cut.substr(117), "...");
+  // A cut never splits a UTF-8 sequence.
+  std::string accents;
+  for (int i = 0; i < 80; ++i) {
+    accents += "\xc3\xa9";
+  }
+  std::string cut2 = host::slurm_comment_text(accents);
+  EXPECT_LE(cut2.size(), 120u);
+  EXPECT_EQ(cut2.substr(cut2.size() - 5), "\xc3\xa9...");
 }
 
 }  // namespace

@@ -51,6 +51,14 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
   if (key == "smtp_ca_file") return str(c.smtp_ca_file);
   if (key == "from") return str(c.from);
   if (key == "webhook_url") return str(c.webhook_url);
+  if (key == "ntfy_url") return str(c.ntfy_url);
+  if (key == "slurm_comment") {
+    if (!node.is_boolean()) {
+      return bad("expected true or false");
+    }
+    c.slurm_comment = node.as_boolean()->get();
+    return util::ok_status();
+  }
   if (key == "log_dir") return str(c.log_dir);
   if (key == "state_dir") return str(c.state_dir);
   if (key == "rules") return str(c.rules_file);
@@ -115,8 +123,8 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
   }
   return bad(
       "unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
-      "smtp_ca_file, from, to, webhook_url, webhook_format, notify, notify_timeout, "
-      "budget, log_dir, state_dir, rules)");
+      "smtp_ca_file, from, to, webhook_url, webhook_format, ntfy_url, notify, notify_timeout, "
+      "budget, log_dir, state_dir, rules, slurm_comment)");
 }
 
 util::Status read_file_config(Config& c, const std::string& path) {
@@ -147,6 +155,7 @@ util::Status apply_environment(Config& c) {
   set("GPUALERT_SMTP_CA_FILE", c.smtp_ca_file);
   set("GPUALERT_FROM", c.from);
   set("GPUALERT_WEBHOOK_URL", c.webhook_url);
+  set("GPUALERT_NTFY_URL", c.ntfy_url);
   set("GPUALERT_STATE_DIR", c.state_dir);
   set("GPUALERT_LOG_DIR", c.log_dir);
   if (std::string to = env("GPUALERT_TO"); !to.empty()) {
@@ -160,6 +169,15 @@ util::Status apply_environment(Config& c) {
       return util::Error{"GPUALERT_WEBHOOK_FORMAT: expected slack or json, got '" + f + "'"};
     }
     c.webhook_format = f;
+  }
+  if (std::string v = env("GPUALERT_SLURM_COMMENT"); !v.empty()) {
+    if (v == "0" || v == "false" || v == "no") {
+      c.slurm_comment = false;
+    } else if (v == "1" || v == "true" || v == "yes") {
+      c.slurm_comment = true;
+    } else {
+      return util::Error{"GPUALERT_SLURM_COMMENT: expected 0 or 1, got '" + v + "'"};
+    }
   }
   if (std::string t = env("GPUALERT_NOTIFY_TIMEOUT"); !t.empty()) {
     auto d = util::parse_duration(t);
@@ -309,7 +327,9 @@ util::Result<std::string> smtp_password(const Config& c) {
   return pw;
 }
 
-bool has_channel(const Config& c) { return !c.smtp_url.empty() || !c.webhook_url.empty(); }
+bool has_channel(const Config& c) {
+  return !c.smtp_url.empty() || !c.webhook_url.empty() || !c.ntfy_url.empty();
+}
 
 std::string state_dir(const Config& c) {
   if (!c.state_dir.empty()) {

@@ -26,9 +26,12 @@ struct Config {
   std::vector<std::string> to;
   std::string webhook_url;               // empty: no webhook
   std::string webhook_format = "slack";  // "slack" | "json"
+  std::string ntfy_url;                  // empty: no ntfy push (the topic's URL)
   std::chrono::milliseconds notify_timeout{60000};
   std::string notify_when = "always";  // always | failure | never
   uint64_t budget_bytes = 10u << 20;
+  // Inside a Slurm job, `run` writes its verdict into the job's Comment (cli/job_comment.hpp).
+  bool slurm_comment = true;
   // Places.
   std::string log_dir;     // empty: ./gpualert-logs
   std::string state_dir;   // outbox and journal; default XDG state dir
@@ -42,7 +45,7 @@ util::Result<Config> load_config(const std::string& file_override);
 // The SMTP password: the contents of smtp_password_file (first line), else
 // smtp_password. Empty when none is configured.
 util::Result<std::string> smtp_password(const Config& c);
-// Whether any delivery channel is configured.
+// Whether any delivery channel (SMTP, webhook, ntfy) is configured.
 bool has_channel(const Config& c);
 // "a@x, b@y" -> {"a@x", "b@y"}: commas and whitespace separate, empties dropped.
 std::vector<std::string> split_addresses(const std::string& list);

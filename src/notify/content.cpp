@@ -128,9 +128,6 @@ std::string ending_phrase(const report::RunReport& r) {
   return s + " after " + util::human_duration(r.duration_s);
 }
 
-namespace {
-
-// The job's id as its scheduler names it ("17_1" for a Slurm array member), or "".
 std::string scheduler_job_id(const std::map<std::string, std::string>& env) {
   auto get = [&](const char* k) {
     auto it = env.find(k);
@@ -147,7 +144,6 @@ std::string scheduler_job_id(const std::map<std::string, std::string>& env) {
   return "";
 }
 
-// The line that decided, cut to fit a phone's subject line.
 std::string decisive_line(const report::RunReport& r) {
   if (!r.verdict) {
     return "";
@@ -167,8 +163,6 @@ std::string decisive_line(const report::RunReport& r) {
   }
   return "";
 }
-
-}  // namespace
 
 std::string build_subject(const report::RunReport& r) {
   std::string name = sanitize_header_value(r.name.empty() ? "job" : r.name, 80);

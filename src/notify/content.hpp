@@ -7,6 +7,7 @@
 // body text is masked for secrets (log_excerpt) and HTML-escaped.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ std::string ending_phrase(const report::RunReport& r);
 // "[gpualert] succeeded: ...". Sanitised (one line, no control characters), not yet RFC
 // 2047-encoded.
 std::string build_subject(const report::RunReport& r);
+
+// The job's id as its scheduler names it ("17_1" for a Slurm array member), or "".
+std::string scheduler_job_id(const std::map<std::string, std::string>& env);
+
+// The evidence line that decided (log, kernel or scheduler), masked, cleaned and cut to
+// 90 bytes for a phone's subject line; "" when the verdict quotes none.
+std::string decisive_line(const report::RunReport& r);
 
 struct Bodies {
   std::string text;

@@ -129,5 +129,48 @@ TEST(ShouldNotify, FollowsNotifyWhen) {
   EXPECT_FALSE(should_notify(c, failed));
 }
 
+report::RunReport interrupted_run() {
+  report::RunReport r = failed_run();
+  r.exit_code.reset();
+  r.signal = "SIGINT";
+  r.verdict->label = "cancelled";
+  r.verdict->rule = "cancelled-by-signal";
+  r.interactive = true;
+  return r;
+}
+
+TEST(Policy, CtrlCAtTheTerminalIsNotMailedUnderFailure) {
+  Config c;
+  c.notify_when = "failure";
+  report::RunReport r = interrupted_run();
+  EXPECT_TRUE(interrupted_at_terminal(r));
+  EXPECT_FALSE(should_notify(c, r));
+  // exit 130 after Python's KeyboardInterrupt traceback, exit 1 after a framework's
+  // graceful stop that quotes it.
+  r.signal.reset();
+  r.exit_code = 130;
+  EXPECT_FALSE(should_notify(c, r));
+  r.exit_code = 1;
+  r.verdict->evidence.push_back({12, "KeyboardInterrupt", "log"});
+  EXPECT_FALSE(should_notify(c, r));
+  // `always` still mails it.
+  c.notify_when = "always";
+  EXPECT_TRUE(should_notify(c, r));
+}
+
+TEST(Policy, OtherCancellationsAreStillMailedUnderFailure) {
+  Config c;
+  c.notify_when = "failure";
+  report::RunReport batch = interrupted_run();
+  batch.interactive = false;  // a batch job's SIGINT came from someone else (scancel -s INT)
+  EXPECT_TRUE(should_notify(c, batch));
+  report::RunReport term = interrupted_run();
+  term.signal = "SIGTERM";  // kill or scancel, even at a terminal
+  EXPECT_TRUE(should_notify(c, term));
+  report::RunReport crash = interrupted_run();
+  crash.verdict->label = "script_error";  // a real failure that happened to die of SIGINT
+  EXPECT_TRUE(should_notify(c, crash));
+}
+
 }  // namespace
 }  // namespace notify

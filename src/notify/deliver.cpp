@@ -76,6 +76,17 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
       c.webhook_url = entry.meta().url;  // where it was meant to go when queued
     }
     sent = webhook_post(c, *payload, left);
+  } else if (r.channel == "ntfy") {
+    Config c = config;
+    if (!entry.meta().url.empty()) {
+      c.ntfy_url = entry.meta().url;
+    }
+    if (auto m = parse_ntfy(*payload); m) {
+      sent = ntfy_post(c, *m, left);
+    } else {
+      sent.stage = "outbox";
+      sent.detail = m.error();
+    }
   } else {
     const auto& to = entry.meta().to.empty() ? config.to : entry.meta().to;
     // Queued without recipients (no SMTP configured then): the header gets the

@@ -1,39 +1,73 @@
 #include "notify/notice.hpp"
 
-#include <nlohmann/json.hpp>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include "notify/attachments.hpp"
 #include "notify/content.hpp"
 #include "notify/log_excerpt.hpp"
 #include "notify/mime.hpp"
+#include "notify/payloads.hpp"
 #include "notify/text_filters.hpp"
+#include "notify/transport.hpp"
 #include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace notify {
 
-std::string default_from() { return "gpualert@" + util::safe_file_component(util::hostname(), 64); }
+namespace {
 
-std::string slack_payload(const report::RunReport& r, const std::string& subject) {
-  std::string text = "*" + subject + "*\n";
-  if (r.verdict) {
-    if (!r.verdict->action.empty() && r.verdict->action != "none") {
-      text += "First action: " + r.verdict->action + "\n";
-    }
-    std::string ev;
-    for (size_t i = 0; i < r.verdict->evidence.size() && i < 5; ++i) {
-      const auto& e = r.verdict->evidence[i];
-      ev += (e.line ? std::to_string(e.line) + ": " : "") + mask_secrets(clean_log_line(e.text)) +
-            "\n";
-    }
-    if (!ev.empty()) {
-      text += "```" + ev + "```\n";
+// A mail domain: a host name with at least one dot (relays refuse a bare "vm").
+bool is_domain(std::string_view name) {
+  return name.find('.') != std::string_view::npos && name.front() != '.' && name.back() != '.' &&
+         name.size() <= 253 &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+             std::string_view::npos &&
+         name.find_first_not_of("0123456789.") != std::string_view::npos;  // not an IPv4 address
+}
+
+}  // namespace
+
+std::string sender_domain(const std::string& mailname_file, const std::string& host) {
+  if (auto text = util::read_file(mailname_file)) {
+    std::string first = text->substr(0, text->find('\n'));
+    std::string name(util::trim_blanks(first));
+    if (is_domain(name)) {
+      return name;
     }
   }
-  text += "Command: `" + mask_secrets(clean_log_line(r.command)) + "`\n";
-  text += "Log: " + clean_log_line(r.log_path) + " on " + clean_log_line(r.host);
-  return nlohmann::json{{"text", valid_utf8(text)}, {"username", "gpualert"}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (is_domain(host)) {
+    return host;
+  }
+  // The resolver's canonical name (/etc/hosts, then DNS): what `hostname -f` says.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_flags = AI_CANONNAME;
+  addrinfo* found = nullptr;
+  std::string canonical;
+  if (!host.empty() && ::getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0 && found) {
+    if (found->ai_canonname) {
+      canonical = found->ai_canonname;
+    }
+    ::freeaddrinfo(found);
+  }
+  return is_domain(canonical) ? canonical : std::string();
+}
+
+std::string default_from() {
+  static const std::string from = [] {
+    std::string host = util::hostname();
+    std::string domain = sender_domain("/etc/mailname", host);
+    return "gpualert@" + (domain.empty() ? util::safe_file_component(host, 64) : domain);
+  }();
+  return from;
+}
+
+bool has_mail_domain(const std::string& address) {
+  std::string bare = bare_address(address);
+  auto at = bare.rfind('@');
+  return at != std::string::npos && is_domain(std::string_view(bare).substr(at + 1));
 }
 
 util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
@@ -80,10 +114,11 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
 
   if (config.webhook_format == "json") {
     auto raw = util::read_file(report_path);
-    n.webhook_payload = raw ? *raw : report::to_text(r);
+    n.webhook_payload = json_payload(r, raw ? *raw : std::string(), n.subject);
   } else {
     n.webhook_payload = slack_payload(r, n.subject);
   }
+  n.ntfy_payload = ntfy_to_json(ntfy_message(r));
   return n;
 }
 

@@ -7,11 +7,20 @@
 #include "notify/deliver.hpp"
 #include "notify/notice.hpp"
 #include "notify/outbox.hpp"
+#include "notify/payloads.hpp"
 #include "notify/transport.hpp"
 
 namespace notify {
 
 namespace {
+
+// How the end line names a channel that took the notice.
+std::string channel_name(const std::string& channel, const Config& config) {
+  if (channel == "ntfy") {
+    return "ntfy " + redact_url(config.ntfy_url);
+  }
+  return channel == "webhook" ? "webhook" : redact_url(config.smtp_url);
+}
 
 Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   Outcome out;
@@ -65,6 +74,12 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     m.url = config.webhook_url;  // a later flush may run with another environment
     queue(std::move(m), notice->webhook_payload);
   }
+  if (!config.ntfy_url.empty()) {
+    EntryMeta m;
+    m.channel = "ntfy";
+    m.url = config.ntfy_url;
+    queue(std::move(m), notice->ntfy_payload);
+  }
   if (!unqueued.empty() && (rn.hold_seconds > 0 || !has_channel(config))) {
     for (const auto& u : unqueued) {  // nothing to send it through now: say why it is lost
       out.detail += (out.detail.empty() ? "" : "; ") + u.why;
@@ -74,10 +89,20 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   std::vector<std::string> direct_ok, direct_failed;
   for (const auto& u : unqueued) {
     ensure_curl_initialised();
-    SendResult sent = u.meta.channel == "webhook"
-                          ? webhook_post(config, u.payload, config.notify_timeout)
-                          : smtp_send(config, u.meta.to, u.payload, config.notify_timeout);
-    std::string where = u.meta.channel == "webhook" ? "webhook" : redact_url(config.smtp_url);
+    SendResult sent;
+    if (u.meta.channel == "webhook") {
+      sent = webhook_post(config, u.payload, config.notify_timeout);
+    } else if (u.meta.channel == "ntfy") {
+      if (auto m = parse_ntfy(u.payload)) {
+        sent = ntfy_post(config, *m, config.notify_timeout);
+      } else {
+        sent.stage = "outbox";
+        sent.detail = m.error();
+      }
+    } else {
+      sent = smtp_send(config, u.meta.to, u.payload, config.notify_timeout);
+    }
+    std::string where = channel_name(u.meta.channel, config);
     std::string note = "the outbox could not be written (" + u.why + ")";
     if (sent.ok) {
       direct_ok.push_back(where + " (sent directly: " + note + ")");
@@ -105,7 +130,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   if (!has_channel(config)) {
     out.queued = true;
     out.where = first_queued;
-    out.detail = "no SMTP or webhook configured: the message is in " + first_queued +
+    out.detail = "no SMTP, webhook or ntfy configured: the message is in " + first_queued +
                  "; set GPUALERT_SMTP_URL and GPUALERT_TO (or smtp_url/to in the config file), "
                  "then run `gpualert outbox flush`";
     return out;
@@ -116,7 +141,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
   for (const auto& r : results) {
     std::string channel = r.channel.empty() ? "delivery" : r.channel;
     if (r.ok) {
-      where.push_back(channel == "webhook" ? "webhook" : redact_url(config.smtp_url));
+      where.push_back(channel_name(channel, config));
     } else {
       all_ok = false;
       out.detail += (out.detail.empty() ? "" : "; ") + channel + ": " + r.reason;

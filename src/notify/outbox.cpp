@@ -79,9 +79,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The channel an entry id names ("....smtp", "....webhook"), for a sidecar that lacks it.
+// The channel an entry id names ("....smtp", "....webhook", "....ntfy"), for a sidecar
+// that lacks it.
 std::string channel_of(const std::string& id) {
-  return ends_with(id, ".webhook") ? "webhook" : "smtp";
+  return ends_with(id, ".webhook") ? "webhook" : ends_with(id, ".ntfy") ? "ntfy" : "smtp";
 }
 
 void prune_sent(const std::string& sent) {
@@ -112,7 +113,7 @@ bool is_held(const EntryMeta& meta) {
 }
 
 std::string payload_extension(const std::string& channel) {
-  return channel == "webhook" ? ".json" : ".eml";
+  return channel == "webhook" || channel == "ntfy" ? ".json" : ".eml";
 }
 
 Outbox::Outbox(std::string dir, std::string sent)

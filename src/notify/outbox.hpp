@@ -3,7 +3,8 @@
 // FORMAT (Maildir-style, under <state_dir>/outbox):
 //   tmp/            entries being written (never read by anyone else)
 //   new/ID.eml      the payload: a complete RFC 5322 message (SMTP channel), or
-//   new/ID.json     the JSON body to POST (webhook channel)
+//   new/ID.json     the JSON body to POST (webhook channel), or the push message
+//                   (ntfy channel: notify/payloads.hpp)
 //   new/ID.meta     sidecar JSON: channel, webhook format, recipients, subject,
 //                   run dir, created, attempts, last_attempt, last_error
 // add() writes both files in tmp/, fsyncs them, renames the payload then the
@@ -30,9 +31,9 @@ namespace notify {
 
 struct EntryMeta {
   std::string id;
-  std::string channel;          // "smtp" | "webhook"
+  std::string channel;          // "smtp" | "webhook" | "ntfy"
   std::string format;           // webhook: "slack" | "json"
-  std::string url;              // webhook: where it goes (empty: the config's at flush)
+  std::string url;              // webhook, ntfy: where it goes (empty: the config's at flush)
   std::vector<std::string> to;  // smtp: recipients at queue time (empty: use the config's at flush)
   std::string subject;
   std::string run_dir;

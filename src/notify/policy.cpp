@@ -11,12 +11,29 @@ bool is_success(const report::RunReport& r) {
   return !r.signal && r.exit_code && *r.exit_code == 0;
 }
 
+bool interrupted_at_terminal(const report::RunReport& r) {
+  if (!r.interactive || !r.verdict || r.verdict->label != "cancelled") {
+    return false;
+  }
+  if ((r.signal && *r.signal == "SIGINT") || (r.exit_code && *r.exit_code == 130)) {
+    return true;
+  }
+  // Python's KeyboardInterrupt traceback, or a framework's graceful stop on it: the
+  // job may then exit 1 or 0.
+  for (const auto& e : r.verdict->evidence) {
+    if (e.text.find("KeyboardInterrupt") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool should_notify(const Config& config, const report::RunReport& r) {
   if (config.notify_when == "never") {
     return false;
   }
   if (config.notify_when == "failure") {
-    return !is_success(r);
+    return !is_success(r) && !interrupted_at_terminal(r);
   }
   return true;
 }

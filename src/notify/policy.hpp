@@ -15,7 +15,12 @@ namespace notify {
 // A run that ended well: the verdict says success (or, without a verdict, exit 0).
 bool is_success(const report::RunReport& r);
 
+// The person stopped the job from their own terminal: an interactive run labelled
+// `cancelled` that died of SIGINT, exited 130, or quotes a KeyboardInterrupt.
+bool interrupted_at_terminal(const report::RunReport& r);
+
 // Whether Config::notify_when (always | failure | never) asks for a message about this run.
+// `failure` leaves out a run interrupted at its terminal: the person knows already.
 bool should_notify(const Config& config, const report::RunReport& run);
 
 // Whether the outbox holds messages waiting for delivery, or notices waiting to be

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "notify/notice.hpp"
 #include "notify/text_filters.hpp"
 #include "util/text.hpp"
 
@@ -218,7 +219,7 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
   }
   // Built by appending: GCC 12 gives a false -Wrestrict on "<" + std::string.
   std::string from = "<";
-  from += bare_address(config.from.empty() ? "gpualert@" + util::hostname() : config.from);
+  from += bare_address(config.from.empty() ? default_from() : config.from);
   from += ">";
   curl_easy_setopt(c, CURLOPT_MAIL_FROM, from.c_str());
   std::unique_ptr<curl_slist, SlistDeleter> rcpt;
@@ -243,37 +244,89 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
   return req->finish(curl_easy_perform(c));
 }
 
-SendResult webhook_post(const Config& config, std::string_view json,
-                        std::chrono::milliseconds timeout) {
+namespace {
+
+// One HTTP(S) POST of `body` with `headers`; any 2xx is success, another status is
+// an "HTTP" failure that quotes the start of the answer.
+SendResult http_post(const std::string& url, const std::string& ca_file,
+                     const std::vector<std::string>& headers, std::string_view body,
+                     std::chrono::milliseconds timeout) {
   SendResult bad;
   bad.stage = "config";
-  if (config.webhook_url.empty()) {
-    bad.detail = "no webhook configured (GPUALERT_WEBHOOK_URL)";
-    return bad;
-  }
-  auto req = open_request(config.webhook_url, config.smtp_ca_file, timeout);
+  auto req = open_request(url, ca_file, timeout);
   if (!req) {
     bad.detail = "curl_easy_init failed";
     return bad;
   }
   CURL* c = req->get();
-  std::string body;
+  std::string answer;
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  std::unique_ptr<curl_slist, SlistDeleter> hdrs(
-      curl_slist_append(nullptr, "Content-Type: application/json"));
+  std::unique_ptr<curl_slist, SlistDeleter> hdrs;
+  for (const auto& h : headers) {
+    hdrs.reset(curl_slist_append(hdrs.release(), h.c_str()));
+  }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs.get());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, json.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json.size()));
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
   SendResult r = req->finish(curl_easy_perform(c));
   if (r.ok && (r.response < 200 || r.response >= 300)) {
     r.ok = false;
     r.stage = "HTTP";
-    r.detail = redact_url(config.webhook_url) + " answered " + std::to_string(r.response) + ": " +
-               sanitize_header_value(body, 200);
+    r.detail = redact_url(url) + " answered " + std::to_string(r.response) + ": " +
+               sanitize_header_value(answer, 200);
   }
   return r;
+}
+
+// A header value from job text: one line, and RFC 2047 words (unfolded: HTTP has no
+// folding) when it is not ASCII, which ntfy decodes.
+std::string http_header_value(std::string_view text) {
+  std::string encoded = rfc2047_encode(sanitize_header_value(text, 250));
+  std::string out;
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] == '\r' || encoded[i] == '\n') {
+      continue;
+    }
+    out += encoded[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+SendResult webhook_post(const Config& config, std::string_view json,
+                        std::chrono::milliseconds timeout) {
+  if (config.webhook_url.empty()) {
+    SendResult bad;
+    bad.stage = "config";
+    bad.detail = "no webhook configured (GPUALERT_WEBHOOK_URL)";
+    return bad;
+  }
+  return http_post(config.webhook_url, config.smtp_ca_file, {"Content-Type: application/json"},
+                   json, timeout);
+}
+
+SendResult ntfy_post(const Config& config, const NtfyMessage& m,
+                     std::chrono::milliseconds timeout) {
+  if (config.ntfy_url.empty()) {
+    SendResult bad;
+    bad.stage = "config";
+    bad.detail = "no ntfy topic configured (GPUALERT_NTFY_URL)";
+    return bad;
+  }
+  std::vector<std::string> headers = {"Content-Type: text/plain; charset=utf-8"};
+  if (!m.title.empty()) {
+    headers.push_back("Title: " + http_header_value(m.title));
+  }
+  if (!m.priority.empty()) {
+    headers.push_back("Priority: " + http_header_value(m.priority));
+  }
+  if (!m.tags.empty()) {
+    headers.push_back("Tags: " + http_header_value(m.tags));
+  }
+  return http_post(config.ntfy_url, config.smtp_ca_file, headers, m.message, timeout);
 }
 
 }  // namespace notify

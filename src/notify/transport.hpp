@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "notify/config.hpp"
+#include "notify/payloads.hpp"
 
 namespace notify {
 
@@ -42,6 +43,12 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
 // POSTs a JSON payload to config.webhook_url; any 2xx is success.
 SendResult webhook_post(const Config& config, std::string_view json,
                         std::chrono::milliseconds timeout);
+
+// POSTs a push message to config.ntfy_url (the topic's URL): the message as the body,
+// title, priority and tags as headers; any 2xx is success. User info in the URL is
+// sent as HTTP basic authentication.
+SendResult ntfy_post(const Config& config, const NtfyMessage& message,
+                     std::chrono::milliseconds timeout);
 
 // The URL without user info, for messages.
 std::string redact_url(const std::string& url);

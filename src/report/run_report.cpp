@@ -144,6 +144,9 @@ json to_json(const RunReport& r) {
   if (!r.held_notices.empty()) {
     j["held_notices"] = r.held_notices;
   }
+  if (r.interactive) {
+    j["interactive"] = true;
+  }
   put_bytes(j, "name", mask_secrets(r.name));
   put_bytes(j, "command", mask_secrets(r.command));
   put_bytes(j, "argv", masked_argv);
@@ -195,6 +198,7 @@ util::Result<RunReport> from_json(const json& j) {
     }
     get_if(j, "core_dumped", r.core_dumped);
     get_if(j, "wrapper_timeout", r.wrapper_timeout);
+    get_if(j, "interactive", r.interactive);
     get_bytes(j, "run_dir", r.run_dir);
     get_bytes(j, "log", r.log_path);
     get_if(j, "log_bytes", r.log_bytes);

@@ -26,6 +26,7 @@ struct RunReport {
   std::optional<std::string> signal;  // "SIGKILL" when the job died of a signal
   bool core_dumped = false;
   bool wrapper_timeout = false;                // our own --timeout ended the job
+  bool interactive = false;  // run from a terminal, the job in its foreground group (Ctrl-C)
   std::string run_dir;                         // absolute path of the run directory
   std::string log_path;                        // absolute path of output.log
   uint64_t log_bytes = 0;                      // bytes of job output captured

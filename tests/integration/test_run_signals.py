@@ -145,7 +145,7 @@ class Signals(RunTestCase):
 class Terminal(RunTestCase):
     """Runs the wrapper on a real pseudo-terminal, as an interactive shell would."""
 
-    def spawn_on_pty(self, args, size=None):
+    def spawn_on_pty(self, args, size=None, notify="never"):
         pid, fd = pty.fork()
         if pid == 0:
             if size:
@@ -153,8 +153,37 @@ class Terminal(RunTestCase):
             os.environ.clear()
             os.environ.update(self.env)
             os.chdir(self.tmp)
-            os.execv(BIN, [BIN, "run", "--log-dir", self.logs, "--notify", "never", "-q", "--", *args])
+            os.execv(BIN, [BIN, "run", "--log-dir", self.logs, "--notify", notify, "-q", "--", *args])
         return pid, fd
+
+    def queued_notices(self):
+        d = os.path.join(self.state, "outbox", "new")
+        return sorted(n for n in os.listdir(d) if n.endswith(".eml")) if os.path.isdir(d) else []
+
+    def interrupt_python_job(self, notify):
+        """Ctrl-C at the terminal of a Python job that lets KeyboardInterrupt end it."""
+        job = "import time\nprint('ready', flush=True)\ntime.sleep(30)\n"
+        pid, fd = self.spawn_on_pty([PY, "-c", job], notify=notify)
+        self.read_until(fd, b"ready")
+        os.write(fd, b"\x03")
+        self.read_until(fd, b"never printed", timeout=5)  # drain until the wrapper is gone
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        run_dir = self.only_run_dir()
+        os.rename(run_dir, run_dir + ".done")
+        return status, self.report(run_dir + ".done")
+
+    def test_ctrl_c_at_the_terminal_is_not_mailed_under_notify_failure(self):
+        status, report = self.interrupt_python_job("failure")
+        self.assertEqual(os.waitstatus_to_exitcode(status), -signal.SIGINT)
+        self.assertEqual(report["label"], "cancelled")
+        self.assertTrue(report["interactive"])
+        self.assertEqual(self.queued_notices(), [])
+        # The same ending under --notify always is mailed (here: kept in the outbox, as
+        # no SMTP is configured), so the test above can fail.
+        status, report = self.interrupt_python_job("always")
+        self.assertEqual(report["label"], "cancelled")
+        self.assertEqual(len(self.queued_notices()), 1)
 
     @staticmethod
     def read_until(fd, needle, timeout=10):
