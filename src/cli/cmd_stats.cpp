@@ -297,7 +297,7 @@ std::vector<std::pair<std::string, int>> by_count(const std::map<std::string, in
 std::string label_list(const std::map<std::string, int>& labels) {
   std::string out;
   for (const auto& [label, n] : by_count(labels)) {
-    out += (out.empty() ? "" : ", ") + label + " " + std::to_string(n);
+    out += (out.empty() ? "" : ", ") + util::printable_line(label) + " " + std::to_string(n);
   }
   return out;
 }
@@ -443,7 +443,7 @@ void print_text(const Stats& s, std::FILE* out) {
 
   std::fputs("\nLabels\n", out);
   for (const auto& [label, n] : by_count(s.all.labels)) {
-    std::fprintf(out, "  %-22s %6d  %5.1f%%\n", label.c_str(), n,
+    std::fprintf(out, "  %-22s %6d  %5.1f%%\n", util::printable_line(label).c_str(), n,
                  100.0 * n / std::max(1, s.all.runs));
   }
 
@@ -459,7 +459,8 @@ void print_text(const Stats& s, std::FILE* out) {
       gpus += (gpus.empty() ? "" : ", ") + g;
     }
     std::fprintf(out, "  %-20s %3d  %s; last %s  %s%s%s\n", util::printable_line(host).c_str(),
-                 h->count, label_list(h->labels).c_str(), h->last.when.c_str(),
+                 h->count, label_list(h->labels).c_str(),
+                 util::printable_line(h->last.when).c_str(),
                  util::printable_line(h->last.run_dir).c_str(), gpus.empty() ? "" : "; GPUs ",
                  util::printable_line(gpus).c_str());
   }
@@ -470,7 +471,8 @@ void print_text(const Stats& s, std::FILE* out) {
     std::fputs("  none\n", out);
   }
   for (const auto& [key, c] : causes) {
-    std::fprintf(out, "  %6d  %s, %s  %s\n", c->count, key.first.c_str(), key.second.c_str(),
+    std::fprintf(out, "  %6d  %s, %s  %s\n", c->count, util::printable_line(key.first).c_str(),
+                 util::printable_line(key.second).c_str(),
                  util::printable_line(c->example.run_dir).c_str());
   }
 
@@ -480,11 +482,20 @@ void print_text(const Stats& s, std::FILE* out) {
                  t->failed, label_list(t->labels).c_str());
   }
 
-  std::fputs("\nPer GPU (runs, failed: labels)\n", out);
+  // GPUs without a failure would bury the ones with: counted in one line (--json has all).
+  std::fputs("\nPer GPU with failures (runs, failed: labels)\n", out);
+  int healthy = 0;
   for (const auto& [key, t] : worst_first(s.gpus)) {
+    if (t->failed == 0) {
+      ++healthy;
+      continue;
+    }
     std::string where = util::printable_line(key.first + " " + key.second);
     std::fprintf(out, "  %-28s %6d %6d  %s\n", where.c_str(), t->runs, t->failed,
                  label_list(t->labels).c_str());
+  }
+  if (healthy > 0) {
+    std::fprintf(out, "  %d GPUs had no failure\n", healthy);
   }
   if (s.no_gpu > 0) {
     std::fprintf(out, "  %d runs named no GPU\n", s.no_gpu);

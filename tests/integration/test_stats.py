@@ -155,7 +155,12 @@ class Stats(RunTestCase):
         self.assertNotIn("gpu-b", drain_block)
         causes = text.split("\nTop causes")[1].split("\n\n")[0].splitlines()[1:]
         self.assertRegex(causes[0], r"^ +4  cuda_oom, cuda-oom-torch  " + re.escape(newest_oom[0]) + "$")
-        self.assertRegex(text, r"\n  gpu-b gpu 5 +4 +4  cuda_oom 4\n")
+        gpu_block = text.split("\nPer GPU with failures")[1]
+        self.assertRegex(gpu_block, r"\n  gpu-b gpu 5 +4 +4  cuda_oom 4\n")
+        self.assertRegex(gpu_block, r"\n  gpu-a pci 0000:3b:00 +1 +1  gpu_lost 1\n")
+        self.assertNotIn("gpu-c", gpu_block)  # only successes there: counted, not listed
+        self.assertTrue(gpu_block.endswith("\n  2 GPUs had no failure\n  4 runs named no GPU\n"),
+                        gpu_block)
 
     def test_since_keeps_runs_that_ended_in_the_window_whatever_their_offset(self):
         recent = [self.put(report("cuda_oom", "r", "n1", iso(self.now - 86400, 330))),
@@ -201,6 +206,8 @@ class Stats(RunTestCase):
             self.put(None, raw=raw, dirname=b"bad-" + name)
         # A report.json that can't be read at all (a directory).
         os.makedirs(os.path.join(self.logs, "bad-unreadable", "report.json"))
+        # Text from a report is shown on one line, without its control characters.
+        self.put(report("\x1b[2Jcuda_oom\nforged", "r\rule", "n3", iso(self.now)))
         # A job's name and its run directory's name that are not UTF-8: kept as bytes.
         odd = report("cuda_oom", "cuda-oom-torch", "n2", iso(self.now), name="caf\ufffd")
         odd["name_b64"] = base64.b64encode(b"caf\xe9").decode()
@@ -216,16 +223,17 @@ class Stats(RunTestCase):
         p = self.stats("--json", self.logs)
         self.assertEqual(p.stderr, b"")
         j = json.loads(p.stdout)
-        self.assertEqual(j["runs"], 4)
+        self.assertEqual(j["runs"], 5)
         self.assertEqual(j["skipped"]["malformed"], len(bad) + 1)
         self.assertEqual(j["skipped"]["no_report"], 1)
         self.assertEqual(len(j["malformed"]), 5)  # the first few, with why
         for m in j["malformed"]:
             self.assertTrue(m["path"].startswith(os.path.join(self.logs, "bad-")), m)
             self.assertIn(m["path"].split("/")[-2], m["error"])
-        self.assertEqual(j["states"], {"final": 2, "reconstructed": 1, "provisional": 1})
+        self.assertEqual(j["states"], {"final": 3, "reconstructed": 1, "provisional": 1})
         self.assertEqual(j["no_verdict"], 1)
-        self.assertEqual(j["labels"], {"success": 1, "node_failure": 1, "cuda_oom": 1})
+        self.assertEqual(j["labels"], {"success": 1, "node_failure": 1, "cuda_oom": 1,
+                                       "\x1b[2Jcuda_oom\nforged": 1})
         example = j["top_causes"][[c["label"] for c in j["top_causes"]].index("cuda_oom")]
         self.assertEqual(base64.b64decode(example["example_b64"]), odd_dir)
         self.assertEqual(example["example"], os.path.join(self.logs, "caf\ufffd-run"))
@@ -237,6 +245,9 @@ class Stats(RunTestCase):
         self.assertIn("\n  1 reconstructed reports", text)
         self.assertIn("\n  1 provisional reports", text)
         self.assertIn("caf\ufffd-run", text)
+        self.assertNotIn("\x1b", text)
+        self.assertNotIn("\nforged", text)
+        self.assertNotIn("\r", text)
 
     def test_runs_made_by_gpualert_run(self):
         job = write_script(self.tmp, "cascade.py", CASCADE)
