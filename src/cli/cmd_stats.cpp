@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -43,6 +45,7 @@ constexpr const char* k_hardware_labels[] = {"gpu_lost", "gpu_ecc", "node_failur
 constexpr int k_drain_threshold = 2;
 constexpr size_t k_top_causes = 10;
 constexpr size_t k_malformed_listed = 5;
+constexpr size_t k_max_threads = 8;
 
 bool is_hardware(const std::string& label) {
   for (const char* l : k_hardware_labels) {
@@ -180,52 +183,100 @@ std::vector<std::string> gpus_of(const report::RunReport& r) {
   return listed;
 }
 
-void count_run(Stats& s, const std::string& run_dir, const report::RunReport& r) {
-  std::optional<std::time_t> t = util::parse_iso8601(r.ended);
-  std::string when = r.ended;
-  if (!t) {
-    t = util::parse_iso8601(r.started);
-    when = r.started;
+// What counting needs of one run directory, read by a worker thread.
+struct RunFacts {
+  enum class Kind { counted, no_report, not_a_run, malformed } kind = Kind::not_a_run;
+  std::string error;  // malformed: why
+  std::string host, state, label, rule, when;
+  bool has_verdict = false;
+  std::optional<std::time_t> t;
+  std::vector<std::string> gpus;
+};
+
+RunFacts read_run(const std::string& run_dir) {
+  RunFacts f;
+  const std::string report_path = run_dir + "/report.json";
+  auto r = report::load(report_path);
+  if (!r) {
+    if (::access(report_path.c_str(), F_OK) != 0 && errno == ENOENT) {
+      // Still running, or its wrapper is gone (`gpualert sweep`); else not a run at all.
+      f.kind = ::access((run_dir + "/output.log").c_str(), F_OK) == 0 ? RunFacts::Kind::no_report
+                                                                       : RunFacts::Kind::not_a_run;
+    } else {
+      f.kind = RunFacts::Kind::malformed;
+      f.error = r.error();
+    }
+    return f;
+  }
+  f.kind = RunFacts::Kind::counted;
+  f.t = util::parse_iso8601(r->ended);
+  f.when = r->ended;
+  if (!f.t) {
+    f.t = util::parse_iso8601(r->started);
+    f.when = r->started;
+  }
+  f.host = r->host.empty() ? "(unknown)" : r->host;
+  f.state = r->state;
+  f.has_verdict = r->verdict && !r->verdict->label.empty();
+  if (f.has_verdict) {
+    f.label = r->verdict->label;
+    f.rule = r->verdict->rule;
+    f.gpus = gpus_of(*r);
+  }
+  return f;
+}
+
+void count_run(Stats& s, const std::string& run_dir, const RunFacts& f) {
+  switch (f.kind) {
+    case RunFacts::Kind::not_a_run:
+      return;
+    case RunFacts::Kind::no_report:
+      ++s.no_report;
+      return;
+    case RunFacts::Kind::malformed:
+      if (++s.malformed_count <= static_cast<int>(k_malformed_listed)) {
+        s.malformed.emplace_back(run_dir + "/report.json", f.error);
+      }
+      return;
+    case RunFacts::Kind::counted:
+      break;
   }
   if (s.since) {
-    if (!t) {
+    if (!f.t) {
       ++s.undated;
       return;
     }
-    if (*t < *s.since) {
+    if (*f.t < *s.since) {
       ++s.outside_window;
       return;
     }
   }
-  const std::time_t tt = t.value_or(-1);
+  const std::time_t t = f.t.value_or(-1);
   ++s.runs;
-  ++s.states[r.state];
-  const std::string host = r.host.empty() ? "(unknown)" : r.host;
-  if (!r.verdict || r.verdict->label.empty()) {
+  ++s.states[f.state];
+  if (!f.has_verdict) {
     ++s.no_verdict;
     return;
   }
-  const std::string& label = r.verdict->label;
-  s.all.add(label);
-  s.nodes[host].add(label);
-  std::vector<std::string> gpus = gpus_of(r);
-  if (gpus.empty()) {
+  s.all.add(f.label);
+  s.nodes[f.host].add(f.label);
+  if (f.gpus.empty()) {
     ++s.no_gpu;
   }
-  for (const auto& g : gpus) {
-    s.gpus[{host, g}].add(label);
+  for (const auto& g : f.gpus) {
+    s.gpus[{f.host, g}].add(f.label);
   }
-  if (label != "success") {
-    Cause& c = s.causes[{label, r.verdict->rule}];
+  if (f.label != "success") {
+    Cause& c = s.causes[{f.label, f.rule}];
     ++c.count;
-    c.example.see(tt, when, run_dir);
+    c.example.see(t, f.when, run_dir);
   }
-  if (is_hardware(label)) {
-    Hardware& h = s.hardware[host];
+  if (is_hardware(f.label)) {
+    Hardware& h = s.hardware[f.host];
     ++h.count;
-    ++h.labels[label];
-    h.gpus.insert(gpus.begin(), gpus.end());
-    h.last.see(tt, when, run_dir);
+    ++h.labels[f.label];
+    h.gpus.insert(f.gpus.begin(), f.gpus.end());
+    h.last.see(t, f.when, run_dir);
   }
 }
 
@@ -240,13 +291,12 @@ bool is_dir(const std::string& path, const struct dirent* e) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-void scan_log_dir(Stats& s, const std::string& dir) {
+void list_run_dirs(Stats& s, const std::string& dir, std::vector<std::string>& runs) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     s.unreadable_dirs.push_back(dir + ": " + std::strerror(errno));
     return;
   }
-  std::vector<std::string> runs;
   while (struct dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') {
       continue;
@@ -257,23 +307,33 @@ void scan_log_dir(Stats& s, const std::string& dir) {
     }
   }
   ::closedir(d);
-  std::sort(runs.begin(), runs.end());  // the same example for the same input
-  for (const auto& run_dir : runs) {
-    const std::string report_path = run_dir + "/report.json";
-    auto r = report::load(report_path);
-    if (r) {
-      count_run(s, run_dir, *r);
-      continue;
-    }
-    if (::access(report_path.c_str(), F_OK) != 0 && errno == ENOENT) {
-      if (::access((run_dir + "/output.log").c_str(), F_OK) == 0) {
-        ++s.no_report;  // in progress, or its wrapper is gone (`gpualert sweep`)
+}
+
+// Reads the runs' reports with a few threads: on a shared (network) file system each
+// open waits for the server, and the waits overlap. Counting is done afterwards in the
+// runs' order, so the output does not depend on which thread read what.
+void count_runs(Stats& s, const std::vector<std::string>& runs) {
+  std::vector<RunFacts> facts(runs.size());
+  std::atomic<size_t> next{0};
+  constexpr size_t k_batch = 64;
+  auto work = [&] {
+    for (size_t begin; (begin = next.fetch_add(k_batch)) < runs.size();) {
+      for (size_t i = begin; i < std::min(begin + k_batch, runs.size()); ++i) {
+        facts[i] = read_run(runs[i]);
       }
-      continue;  // not a run directory
     }
-    if (++s.malformed_count <= static_cast<int>(k_malformed_listed)) {
-      s.malformed.emplace_back(report_path, r.error());
-    }
+  };
+  const size_t threads = std::min<size_t>(k_max_threads, (runs.size() + 255) / 256);
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) {
+    pool.emplace_back(work);
+  }
+  work();
+  for (auto& t : pool) {
+    t.join();
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    count_run(s, runs[i], facts[i]);
   }
 }
 
@@ -547,13 +607,16 @@ int cmd_stats(int argc, char** argv) {
                        : (config->log_dir.empty() ? "gpualert-logs" : config->log_dir));
   }
   std::set<std::string> seen;
+  std::vector<std::string> runs;
   for (const auto& d : dirs) {
     std::string abs = absolute(d);
     if (seen.insert(abs).second) {
       s.log_dirs.push_back(abs);
-      scan_log_dir(s, abs);
+      list_run_dirs(s, abs, runs);
     }
   }
+  std::sort(runs.begin(), runs.end());  // the same examples for the same runs
+  count_runs(s, runs);
   for (const auto& d : s.unreadable_dirs) {
     std::fprintf(stderr, "gpualert: stats: cannot read %s\n", d.c_str());
   }
