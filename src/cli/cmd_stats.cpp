@@ -1,36 +1,24 @@
 // cli/cmd_stats.cpp: `gpualert stats`, the endings of many runs at once.
 //
-// Reads every <logdir>/<run>/report.json (never output.log: a shared log dir holds
-// thousands of runs and their logs are large) and counts labels overall, per node
-// (`host`) and per GPU, lists the nodes with repeated hardware endings as drain
-// candidates, and the most frequent causes (label and rule) with one example run.
-// A report that can't be read or parsed is skipped and counted, never fatal.
-#include <dirent.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// Prints what cli/stats.hpp counted: as text for a person, or one JSON object.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/parse_args.hpp"
+#include "cli/stats.hpp"
 #include "notify/config.hpp"
-#include "report/run_report.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -38,306 +26,6 @@ namespace cli {
 namespace {
 
 using nlohmann::json;
-
-// Endings that point at the node's hardware rather than at the job.
-constexpr const char* k_hardware_labels[] = {"gpu_lost", "gpu_ecc", "node_failure"};
-// A node is a drain candidate from this many hardware endings in the window.
-constexpr int k_drain_threshold = 2;
-constexpr size_t k_top_causes = 10;
-constexpr size_t k_malformed_listed = 5;
-constexpr size_t k_max_threads = 8;
-
-bool is_hardware(const std::string& label) {
-  for (const char* l : k_hardware_labels) {
-    if (label == l) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Runs per label at one place (all runs, a node, a GPU).
-struct Tally {
-  int runs = 0;
-  int failed = 0;  // not success (and with a verdict)
-  std::map<std::string, int> labels;
-  void add(const std::string& label) {
-    ++runs;
-    ++labels[label];
-    failed += label != "success" ? 1 : 0;
-  }
-};
-
-// The newest run of a kind: its time, as written and as seconds, and its directory.
-struct Latest {
-  std::time_t t = -1;
-  std::string when, run_dir;
-  void see(std::time_t t2, const std::string& when2, const std::string& dir) {
-    if (run_dir.empty() || t2 > t) {
-      t = t2;
-      when = when2;
-      run_dir = dir;
-    }
-  }
-};
-
-struct Cause {
-  int count = 0;
-  Latest example;
-};
-
-struct Hardware {
-  int count = 0;
-  std::map<std::string, int> labels;
-  std::set<std::string> gpus;
-  Latest last;
-};
-
-struct Stats {
-  std::vector<std::string> log_dirs;
-  std::optional<std::time_t> since;
-  int runs = 0;             // reports counted
-  int no_report = 0;        // run dirs (output.log) without report.json
-  int outside_window = 0;   // --since excluded
-  int undated = 0;          // --since given, the report says no time we can read
-  int no_verdict = 0;       // counted, but no label (a provisional report, say)
-  int no_gpu = 0;           // counted, no GPU named by the report
-  std::vector<std::pair<std::string, std::string>> malformed;  // first few: path, why
-  int malformed_count = 0;
-  std::vector<std::string> unreadable_dirs;  // log dirs that could not be listed
-  std::map<std::string, int> states;
-  Tally all;
-  std::map<std::string, Tally> nodes;
-  std::map<std::pair<std::string, std::string>, Tally> gpus;  // host, gpu
-  std::map<std::pair<std::string, std::string>, Cause> causes;  // label, rule
-  std::map<std::string, Hardware> hardware;                     // host
-};
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) {
-      comma = text.size();
-    }
-    std::string item(util::trim_blanks(std::string_view(text).substr(start, comma - start)));
-    if (!item.empty()) {
-      out.push_back(std::move(item));
-    }
-    start = comma + 1;
-  }
-  return out;
-}
-
-// A GPU as a device list names it: an index ("gpu 3"), or a UUID as written.
-std::optional<std::string> gpu_name(const std::string& item) {
-  if (util::whole_number(item)) {
-    return "gpu " + item;
-  }
-  if (item.rfind("GPU-", 0) == 0 || item.rfind("MIG-", 0) == 0) {
-    return item;
-  }
-  return std::nullopt;  // "NoDevFiles", "-1", "all": no GPU in particular
-}
-
-// The job's GPUs in the driver's numbering where the report has it: SLURM_JOB_GPUS
-// holds the node's device numbers (CUDA_VISIBLE_DEVICES is renumbered from 0 under
-// Slurm's device confinement), else CUDA_VISIBLE_DEVICES.
-std::vector<std::string> job_gpus(const report::RunReport& r) {
-  for (const char* key : {"SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"}) {
-    auto it = r.env.find(key);
-    if (it == r.env.end()) {
-      continue;
-    }
-    std::vector<std::string> out;
-    for (const auto& item : split_list(it->second)) {
-      if (auto g = gpu_name(item)) {
-        out.push_back(*g);
-      }
-    }
-    return out;
-  }
-  return {};
-}
-
-// The GPUs a run's ending is counted on: the one its verdict names (a PCI address from
-// an Xid record, else a CUDA device index, mapped through the job's device list), else
-// every GPU the job had.
-std::vector<std::string> gpus_of(const report::RunReport& r) {
-  std::vector<std::string> listed = job_gpus(r);
-  if (r.verdict) {
-    const auto& f = r.verdict->fields;
-    if (auto pci = f.find("pci"); pci != f.end() && !pci->second.empty()) {
-      return {"pci " + pci->second};
-    }
-    if (auto gpu = f.find("gpu"); gpu != f.end()) {
-      if (auto index = util::whole_number(gpu->second)) {
-        if (*index < listed.size()) {
-          return {listed[*index]};
-        }
-        return {"gpu " + gpu->second};
-      }
-    }
-  }
-  return listed;
-}
-
-// What counting needs of one run directory, read by a worker thread.
-struct RunFacts {
-  enum class Kind { counted, no_report, not_a_run, malformed } kind = Kind::not_a_run;
-  std::string error;  // malformed: why
-  std::string host, state, label, rule, when;
-  bool has_verdict = false;
-  std::optional<std::time_t> t;
-  std::vector<std::string> gpus;
-};
-
-RunFacts read_run(const std::string& run_dir) {
-  RunFacts f;
-  const std::string report_path = run_dir + "/report.json";
-  auto r = report::load(report_path);
-  if (!r) {
-    if (::access(report_path.c_str(), F_OK) != 0 && errno == ENOENT) {
-      // Still running, or its wrapper is gone (`gpualert sweep`); else not a run at all.
-      f.kind = ::access((run_dir + "/output.log").c_str(), F_OK) == 0 ? RunFacts::Kind::no_report
-                                                                       : RunFacts::Kind::not_a_run;
-    } else {
-      f.kind = RunFacts::Kind::malformed;
-      f.error = r.error();
-    }
-    return f;
-  }
-  f.kind = RunFacts::Kind::counted;
-  f.t = util::parse_iso8601(r->ended);
-  f.when = r->ended;
-  if (!f.t) {
-    f.t = util::parse_iso8601(r->started);
-    f.when = r->started;
-  }
-  f.host = r->host.empty() ? "(unknown)" : r->host;
-  f.state = r->state;
-  f.has_verdict = r->verdict && !r->verdict->label.empty();
-  if (f.has_verdict) {
-    f.label = r->verdict->label;
-    f.rule = r->verdict->rule;
-    f.gpus = gpus_of(*r);
-  }
-  return f;
-}
-
-void count_run(Stats& s, const std::string& run_dir, const RunFacts& f) {
-  switch (f.kind) {
-    case RunFacts::Kind::not_a_run:
-      return;
-    case RunFacts::Kind::no_report:
-      ++s.no_report;
-      return;
-    case RunFacts::Kind::malformed:
-      if (++s.malformed_count <= static_cast<int>(k_malformed_listed)) {
-        s.malformed.emplace_back(run_dir + "/report.json", f.error);
-      }
-      return;
-    case RunFacts::Kind::counted:
-      break;
-  }
-  if (s.since) {
-    if (!f.t) {
-      ++s.undated;
-      return;
-    }
-    if (*f.t < *s.since) {
-      ++s.outside_window;
-      return;
-    }
-  }
-  const std::time_t t = f.t.value_or(-1);
-  ++s.runs;
-  ++s.states[f.state];
-  if (!f.has_verdict) {
-    ++s.no_verdict;
-    return;
-  }
-  s.all.add(f.label);
-  s.nodes[f.host].add(f.label);
-  if (f.gpus.empty()) {
-    ++s.no_gpu;
-  }
-  for (const auto& g : f.gpus) {
-    s.gpus[{f.host, g}].add(f.label);
-  }
-  if (f.label != "success") {
-    Cause& c = s.causes[{f.label, f.rule}];
-    ++c.count;
-    c.example.see(t, f.when, run_dir);
-  }
-  if (is_hardware(f.label)) {
-    Hardware& h = s.hardware[f.host];
-    ++h.count;
-    ++h.labels[f.label];
-    h.gpus.insert(f.gpus.begin(), f.gpus.end());
-    h.last.see(t, f.when, run_dir);
-  }
-}
-
-bool is_dir(const std::string& path, const struct dirent* e) {
-  if (e->d_type == DT_DIR) {
-    return true;
-  }
-  if (e->d_type != DT_UNKNOWN) {
-    return false;  // symbolic links included, as `sweep` does
-  }
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-void list_run_dirs(Stats& s, const std::string& dir, std::vector<std::string>& runs) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    s.unreadable_dirs.push_back(dir + ": " + std::strerror(errno));
-    return;
-  }
-  while (struct dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') {
-      continue;
-    }
-    std::string path = dir + "/" + e->d_name;
-    if (is_dir(path, e)) {
-      runs.push_back(std::move(path));
-    }
-  }
-  ::closedir(d);
-}
-
-// Reads the runs' reports with a few threads: on a shared (network) file system each
-// open waits for the server, and the waits overlap. Counting is done afterwards in the
-// runs' order, so the output does not depend on which thread read what.
-void count_runs(Stats& s, const std::vector<std::string>& runs) {
-  std::vector<RunFacts> facts(runs.size());
-  std::atomic<size_t> next{0};
-  constexpr size_t k_batch = 64;
-  auto work = [&] {
-    for (size_t begin; (begin = next.fetch_add(k_batch)) < runs.size();) {
-      for (size_t i = begin; i < std::min(begin + k_batch, runs.size()); ++i) {
-        facts[i] = read_run(runs[i]);
-      }
-    }
-  };
-  const size_t threads = std::min<size_t>(k_max_threads, (runs.size() + 255) / 256);
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < threads; ++i) {
-    pool.emplace_back(work);
-  }
-  work();
-  for (auto& t : pool) {
-    t.join();
-  }
-  for (size_t i = 0; i < runs.size(); ++i) {
-    count_run(s, runs[i], facts[i]);
-  }
-}
-
-// --- output -----------------------------------------------------------------
 
 // Readable text for JSON strings (paths and names are bytes); exact bytes under
 // KEY_b64 where they are not UTF-8, as report.json does.
@@ -375,33 +63,6 @@ std::vector<std::pair<Key, const Tally*>> worst_first(const std::map<Key, Tally>
   return v;
 }
 
-std::vector<std::pair<std::string, const Hardware*>> drain_candidates(const Stats& s) {
-  std::vector<std::pair<std::string, const Hardware*>> v;
-  for (const auto& [host, h] : s.hardware) {
-    if (h.count >= k_drain_threshold) {
-      v.emplace_back(host, &h);
-    }
-  }
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-    return a.second->count != b.second->count ? a.second->count > b.second->count
-                                              : a.second->last.t > b.second->last.t;
-  });
-  return v;
-}
-
-std::vector<std::pair<std::pair<std::string, std::string>, const Cause*>> top_causes(
-    const Stats& s) {
-  std::vector<std::pair<std::pair<std::string, std::string>, const Cause*>> v;
-  for (const auto& [k, c] : s.causes) {
-    v.emplace_back(k, &c);
-  }
-  std::stable_sort(v.begin(), v.end(),
-                   [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
-  if (v.size() > k_top_causes) {
-    v.resize(k_top_causes);
-  }
-  return v;
-}
 
 json to_json(const Stats& s) {
   json j;
@@ -568,6 +229,7 @@ std::string absolute(const std::string& path) {
   return ec ? path : p.lexically_normal().string();
 }
 
+
 }  // namespace
 
 int cmd_stats(int argc, char** argv) {
@@ -589,10 +251,10 @@ int cmd_stats(int argc, char** argv) {
   if (auto done = parse_args(app, argc, argv, "stats")) {
     return *done;
   }
-  Stats s;
+  std::optional<std::time_t> since;
   if (!since_text.empty()) {
     auto d = util::parse_duration(since_text);  // valid: checked while parsing
-    s.since = std::time(nullptr) -
+    since = std::time(nullptr) -
               static_cast<std::time_t>(std::chrono::duration_cast<std::chrono::seconds>(*d).count());
   }
   auto config = notify::load_config(config_file);
@@ -606,17 +268,11 @@ int cmd_stats(int argc, char** argv) {
                        ? e
                        : (config->log_dir.empty() ? "gpualert-logs" : config->log_dir));
   }
-  std::set<std::string> seen;
-  std::vector<std::string> runs;
+  std::vector<std::string> log_dirs;
   for (const auto& d : dirs) {
-    std::string abs = absolute(d);
-    if (seen.insert(abs).second) {
-      s.log_dirs.push_back(abs);
-      list_run_dirs(s, abs, runs);
-    }
+    log_dirs.push_back(absolute(d));
   }
-  std::sort(runs.begin(), runs.end());  // the same examples for the same runs
-  count_runs(s, runs);
+  Stats s = collect_stats(log_dirs, since);
   for (const auto& d : s.unreadable_dirs) {
     std::fprintf(stderr, "gpualert: stats: cannot read %s\n", d.c_str());
   }
