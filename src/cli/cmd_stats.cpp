@@ -223,10 +223,19 @@ void print_text(const Stats& s, std::FILE* out) {
   }
 }
 
+// The log dir as an absolute path without "." or "..", nor a trailing '/' (so that
+// "logs" and "logs/" are one log dir, and run dirs are shown as "logs/run").
 std::string absolute(const std::string& path) {
   std::error_code ec;
   auto p = std::filesystem::absolute(path, ec);
-  return ec ? path : p.lexically_normal().string();
+  if (ec) {
+    return path;
+  }
+  std::string out = p.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') {
+    out.pop_back();
+  }
+  return out;
 }
 
 

@@ -293,6 +293,18 @@ class Stats(RunTestCase):
             f.write("log_dir = \n")
         self.assertIn(b"gpualert: error:", self.stats(expect=2).stderr)
 
+    def test_several_log_dirs_each_read_once(self):
+        self.put(report("gpu_ecc", "xid-48", "n1", iso(self.now)))
+        other = os.path.join(self.tmp, "other-logs")
+        os.makedirs(os.path.join(other, "r1"))
+        with open(os.path.join(other, "r1", "report.json"), "w") as f:
+            json.dump(report("gpu_ecc", "xid-48", "n1", iso(self.now - 60)), f)
+        j = self.stats_json(self.logs, other, self.logs + "/", os.path.relpath(other, self.tmp))
+        self.assertEqual(j["log_dirs"], [self.logs, other])
+        self.assertEqual(j["runs"], 2)
+        self.assertEqual(j["drain_candidates"][0]["labels"], {"gpu_ecc": 2})
+        self.assertEqual(j["drain_candidates"][0]["last_run"], os.path.join(self.logs, "run-00001"))
+
     def test_help(self):
         p = self.stats("--help")
         self.assertIn(b"Usage: gpualert stats", p.stdout)
