@@ -38,7 +38,8 @@ void put_text(json& j, const std::string& key, const std::string& value) {
 
 std::vector<std::pair<std::string, int>> by_count(const std::map<std::string, int>& m) {
   std::vector<std::pair<std::string, int>> v(m.begin(), m.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   return v;
 }
 
@@ -62,7 +63,6 @@ std::vector<std::pair<Key, const Tally*>> worst_first(const std::map<Key, Tally>
   });
   return v;
 }
-
 
 json to_json(const Stats& s) {
   json j;
@@ -92,7 +92,8 @@ json to_json(const Stats& s) {
   j["labels"] = s.all.labels;
   j["nodes"] = json::object();
   for (const auto& [host, t] : s.nodes) {
-    j["nodes"][util::valid_utf8(host)] = {{"runs", t.runs}, {"failed", t.failed}, {"labels", t.labels}};
+    j["nodes"][util::valid_utf8(host)] = {
+        {"runs", t.runs}, {"failed", t.failed}, {"labels", t.labels}};
   }
   j["gpus"] = json::array();
   for (const auto& [key, t] : worst_first(s.gpus)) {
@@ -115,8 +116,8 @@ json to_json(const Stats& s) {
   }
   j["top_causes"] = json::array();
   for (const auto& [key, c] : top_causes(s)) {
-    json cause = {{"label", key.first}, {"rule", key.second}, {"count", c->count},
-                  {"last", c->example.when}};
+    json cause = {
+        {"label", key.first}, {"rule", key.second}, {"count", c->count}, {"last", c->example.when}};
     put_text(cause, "example", c->example.run_dir);
     j["top_causes"].push_back(cause);
   }
@@ -238,7 +239,6 @@ std::string absolute(const std::string& path) {
   return out;
 }
 
-
 }  // namespace
 
 int cmd_stats(int argc, char** argv) {
@@ -264,7 +264,7 @@ int cmd_stats(int argc, char** argv) {
   if (!since_text.empty()) {
     auto d = util::parse_duration(since_text);  // valid: checked while parsing
     since = std::time(nullptr) -
-              static_cast<std::time_t>(std::chrono::duration_cast<std::chrono::seconds>(*d).count());
+            static_cast<std::time_t>(std::chrono::duration_cast<std::chrono::seconds>(*d).count());
   }
   auto config = notify::load_config(config_file);
   if (!config) {

@@ -95,7 +95,7 @@ RunFacts read_run(const std::string& run_dir) {
     if (::access(report_path.c_str(), F_OK) != 0 && errno == ENOENT) {
       // Still running, or its wrapper is gone (`gpualert sweep`); else not a run at all.
       f.kind = ::access((run_dir + "/output.log").c_str(), F_OK) == 0 ? RunFacts::Kind::no_report
-                                                                       : RunFacts::Kind::not_a_run;
+                                                                      : RunFacts::Kind::not_a_run;
     } else {
       f.kind = RunFacts::Kind::malformed;
       f.error = r.error();

@@ -66,19 +66,19 @@ struct Hardware {
 struct Stats {
   std::vector<std::string> log_dirs;  // absolute, as read
   std::optional<std::time_t> since;
-  int runs = 0;             // reports counted
-  int no_report = 0;        // run dirs (output.log) without report.json
-  int outside_window = 0;   // --since excluded
-  int undated = 0;          // --since given, the report says no time we can read
-  int no_verdict = 0;       // counted, but no label (a provisional report, say)
-  int no_gpu = 0;           // counted, no GPU named by the report
+  int runs = 0;            // reports counted
+  int no_report = 0;       // run dirs (output.log) without report.json
+  int outside_window = 0;  // --since excluded
+  int undated = 0;         // --since given, the report says no time we can read
+  int no_verdict = 0;      // counted, but no label (a provisional report, say)
+  int no_gpu = 0;          // counted, no GPU named by the report
   std::vector<std::pair<std::string, std::string>> malformed;  // first few: path, why
   int malformed_count = 0;
   std::vector<std::string> unreadable_dirs;  // log dirs that could not be listed
   std::map<std::string, int> states;
   Tally all;
   std::map<std::string, Tally> nodes;
-  std::map<std::pair<std::string, std::string>, Tally> gpus;  // host, gpu
+  std::map<std::pair<std::string, std::string>, Tally> gpus;    // host, gpu
   std::map<std::pair<std::string, std::string>, Cause> causes;  // label, rule
   std::map<std::string, Hardware> hardware;                     // host
 };

@@ -40,9 +40,9 @@ TEST(GpusOf, TheJobsDevicesInTheNodesNumbering) {
 
 TEST(GpusOf, TheGpuTheVerdictNames) {
   // A CUDA index ("GPU 1 has a total capacity") is the job's second device.
-  EXPECT_EQ(gpus_of(with({{"SLURM_JOB_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}},
-                         {{"gpu", "1"}})),
-            Gpus{"gpu 5"});
+  EXPECT_EQ(
+      gpus_of(with({{"SLURM_JOB_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}, {{"gpu", "1"}})),
+      Gpus{"gpu 5"});
   EXPECT_EQ(gpus_of(with({{"CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb"}}, {{"gpu", "0"}})),
             Gpus{"GPU-aa"});
   EXPECT_EQ(gpus_of(with({}, {{"gpu", "3"}})), Gpus{"gpu 3"});
@@ -71,8 +71,8 @@ class CollectStats : public ::testing::Test {
     v.rule = label + "-rule";
     r.verdict = v;
     std::filesystem::create_directories(m_dir + "/" + name);
-    ASSERT_TRUE(util::write_file_atomic(m_dir + "/" + name + "/report.json",
-                                        report::to_text(r), 0644));
+    ASSERT_TRUE(
+        util::write_file_atomic(m_dir + "/" + name + "/report.json", report::to_text(r), 0644));
   }
 
   std::string m_dir;
