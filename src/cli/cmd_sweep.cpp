@@ -62,23 +62,6 @@ bool is_final_state(const std::string& state) {
   return false;
 }
 
-// "2026-12-01T21:57:16+00:00" -> seconds since the epoch, or -1.
-std::time_t parse_iso8601(const std::string& text) {
-  std::tm tm{};
-  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr) {
-    return -1;
-  }
-  std::time_t t = ::timegm(&tm);
-  if ((*rest == '+' || *rest == '-') && std::strlen(rest) >= 6) {
-    int hh = std::atoi(std::string(rest + 1, 2).c_str());
-    int mm = std::atoi(std::string(rest + 4, 2).c_str());
-    int off = (hh * 60 + mm) * 60;
-    t -= *rest == '+' ? off : -off;
-  }
-  return t;
-}
-
 // The footer's "status: exit 3" / "status: killed by SIGKILL (core dumped)".
 bool exit_from_footer(const std::string& status, classify::ExitInfo& exit, bool& core) {
   if (status.rfind("exit ", 0) == 0) {
@@ -212,9 +195,10 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   rep.log_path = log;
   rep.log_bytes = facts->size;
   rep.ended = facts->ended ? *facts->ended : util::iso8601_local(st.st_mtime);
-  if (std::time_t t0 = parse_iso8601(h.started); t0 > 0) {
-    std::time_t t1 = facts->ended ? parse_iso8601(*facts->ended) : st.st_mtime;
-    rep.duration_s = t1 >= t0 ? static_cast<double>(t1 - t0) : 0.0;
+  if (auto t0 = util::parse_iso8601(h.started)) {
+    auto ended = facts->ended ? util::parse_iso8601(*facts->ended) : std::nullopt;
+    std::time_t t1 = ended ? *ended : st.st_mtime;
+    rep.duration_s = t1 >= *t0 ? static_cast<double>(t1 - *t0) : 0.0;
   }
   rep.warnings.clear();
   rep.state = "reconstructed";

@@ -21,6 +21,7 @@ constexpr cli::Command k_commands[] = {
     // These need libcurl, which lives in the gpualert-notify helper (cli/notifier.hpp).
     {"outbox", cli::cmd_outbox_flush, "list or flush notifications not yet delivered"},
     {"sweep", cli::cmd_sweep, "report runs whose wrapper is gone; send held notices that are due"},
+    {"stats", cli::cmd_stats, "labels per node and GPU across many runs; drain candidates"},
     {"test-notify", cli::exec_notify_helper, "send a test notification and say what failed"},
     {"notify", cli::exec_notify_helper, "(re)send the notification of a finished run directory"},
 };

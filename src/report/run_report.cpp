@@ -179,6 +179,9 @@ std::string to_text(const RunReport& r) {
 }
 
 util::Result<RunReport> from_json(const json& j) {
+  if (!j.is_object()) {
+    return util::Error{std::string("report.json: not a JSON object but ") + j.type_name()};
+  }
   try {
     RunReport r;
     get_bytes(j, "name", r.name);

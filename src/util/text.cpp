@@ -277,6 +277,59 @@ std::string iso8601_local(std::time_t t) {
   return buf;
 }
 
+std::optional<std::time_t> parse_iso8601(std::string_view text) {
+  // Digits at fixed places, not strptime: reports are read by the thousand (`stats`).
+  auto digits = [&](size_t at, size_t n) -> std::optional<int> {
+    if (at + n > text.size()) {
+      return std::nullopt;
+    }
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') {
+        return std::nullopt;
+      }
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  auto year = digits(0, 4), mon = digits(5, 2), day = digits(8, 2), hour = digits(11, 2),
+       min = digits(14, 2), sec = digits(17, 2);
+  if (!year || !mon || !day || !hour || !min || !sec || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != ' ') || text[13] != ':' || text[16] != ':' || *mon < 1 ||
+      *mon > 12 || *day < 1 || *day > 31 || *hour > 23 || *min > 59 || *sec > 60) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *mon - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *min;
+  tm.tm_sec = *sec;
+  std::time_t t = ::timegm(&tm);
+  size_t i = 19;
+  if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      ++i;
+    }
+  }
+  if (i == text.size() || (text[i] == 'Z' && i + 1 == text.size())) {
+    return t;
+  }
+  if (text[i] != '+' && text[i] != '-') {
+    return std::nullopt;
+  }
+  auto oh = digits(i + 1, 2);
+  size_t m_at = i + 3 < text.size() && text[i + 3] == ':' ? i + 4 : i + 3;
+  auto om = digits(m_at, 2);
+  if (!oh || !om || m_at + 2 != text.size() || *oh > 23 || *om > 59) {
+    return std::nullopt;
+  }
+  std::time_t off = (*oh * 60 + *om) * 60;
+  return text[i] == '+' ? t - off : t + off;
+}
+
 std::string compact_local(std::time_t t) {
   std::tm tm{};
   localtime_r(&t, &tm);

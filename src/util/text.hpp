@@ -38,6 +38,10 @@ std::string human_size(uint64_t bytes);
 
 // Local time as ISO 8601 with offset, e.g. 2026-11-29T18:40:00+01:00.
 std::string iso8601_local(std::time_t t);
+// The inverse for any offset: "2026-12-01T21:57:16+01:00" (also "Z", "+0100", a
+// fraction of a second, or no offset: UTC) -> seconds since the epoch; nullopt if
+// the text is not such a time.
+std::optional<std::time_t> parse_iso8601(std::string_view text);
 // YYYYmmdd-HHMMSS in local time.
 std::string compact_local(std::time_t t);
 

@@ -276,3 +276,19 @@ TEST(ValidUtf8, ReplacesOnlyBadBytes) {
   EXPECT_FALSE(util::is_valid_utf8("caf\xe9"));
   EXPECT_EQ(util::valid_utf8("caf\xe9!"), "caf\xef\xbf\xbd!");
 }
+
+TEST(ParseIso8601, EveryOffsetFormAndRoundTripsLocalTime) {
+  // 2026-12-01T21:57:16Z is 1796162236 s after the epoch.
+  EXPECT_EQ(util::parse_iso8601("2026-12-01T21:57:16+00:00"), 1796162236);
+  EXPECT_EQ(util::parse_iso8601("2026-12-01T21:57:16Z"), 1796162236);
+  EXPECT_EQ(util::parse_iso8601("2026-12-01T21:57:16"), 1796162236);
+  EXPECT_EQ(util::parse_iso8601("2026-12-01T22:57:16.250+01:00"), 1796162236);
+  EXPECT_EQ(util::parse_iso8601("2026-12-01T16:27:16-0530"), 1796162236);
+  const std::time_t now = std::time(nullptr);
+  EXPECT_EQ(util::parse_iso8601(util::iso8601_local(now)), now);
+  for (const char* bad : {"", "yesterday", "2026-12-01", "2026-13-01T00:00:00Z",
+                          "2026-12-01T21:57:16+1", "2026-12-01T21:57:16 UTC",
+                          "2026-12-01T21:57:16+01:00x"}) {
+    EXPECT_EQ(util::parse_iso8601(bad), std::nullopt) << bad;
+  }
+}
