@@ -249,6 +249,20 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
     v.evidence.push_back({0, exit_text(exit), "exit"});
     v.confidence = confidence_of(nullptr, v, exit);
     first_error_looking(v);
+    if (v.label == "success") {
+      for (size_t i = 0; i < rules.size(); ++i) {
+        if (rules[i].is_marker && !rules[i].caveat.empty() && hits[i].count > 0 && holds(i)) {
+          const auto& ev = hits[i].evidence;
+          v.caveats.push_back(rules[i].caveat +
+                              (!ev.empty() && ev.front().line > 0
+                                   ? " (line " + std::to_string(ev.front().line) + ")"
+                                   : std::string()));
+          if (!ev.empty()) {
+            v.evidence.push_back(ev.front());
+          }
+        }
+      }
+    }
     contradicted(v, zero_contradicted);
     return v;
   }

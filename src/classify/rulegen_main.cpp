@@ -99,6 +99,7 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
   list("cleared_by", r.cleared_by);
   str("action", r.action);
   str("note", r.note);
+  str("caveat", r.caveat);
   list("examples", r.examples);
   list("not_examples", r.not_examples);
   str("origin", r.origin);

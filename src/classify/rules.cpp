@@ -108,7 +108,7 @@ class Loader {
       std::string key(key_node.str());
       const std::string what = std::string(kind) + " key '" + key + "'";
       if (key == "id" || key == "label" || key == "tier" || key == "source" || key == "action" ||
-          key == "note") {
+          key == "note" || key == "caveat") {
         auto s = value.value<std::string>();
         if (!s) {
           error(value.source(), what + ": expected a string");
@@ -138,6 +138,8 @@ class Loader {
           }
         } else if (key == "action") {
           rule.action = *s;
+        } else if (key == "caveat") {
+          rule.caveat = *s;
         } else {
           rule.note = *s;
         }
@@ -214,6 +216,9 @@ class Loader {
       return;
     }
     const std::string name = "rule '" + rule.id + "': ";
+    if (!rule.caveat.empty() && !rule.is_marker) {
+      error(where, name + "caveat is for markers (a rule already names its label)");
+    }
     if (rule.fails_zero_exit && !rule.is_marker) {
       error(where, name + "fails_zero_exit is for markers (a rule already names its label)");
     }

@@ -45,6 +45,9 @@ struct Rule {
   // (a launcher or script that did not pass the failure on): the rules decide as for
   // a failed job, and the verdict's evidence says why the status was not believed.
   bool fails_zero_exit = false;
+  // Markers: a short phrase a person must hear even when the job succeeded
+  // ("NaN/Inf losses were logged"): the verdict stays success, with this caveat.
+  std::string caveat;
 
   std::vector<std::string> patterns;  // any one matching a line is evidence
   std::vector<std::string> exclude;   // a line matching one of these is not evidence

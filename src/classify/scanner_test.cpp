@@ -653,6 +653,19 @@ TEST(Confidence, EachVerdictSaysHowSureItIsAndWhy) {
   EXPECT_EQ(tl.confidence, "certain: the scheduler's own word");
 }
 
+TEST(Caveats, ASuccessThatLoggedNanLossesSaysSo) {
+  auto v = classify_text("{'loss': 1.2}\n{'loss': nan}\n{'loss': 0.9}\nTraining complete\n",
+                         exit_code(0));
+  EXPECT_EQ(v.label, "success");
+  ASSERT_EQ(v.caveats.size(), 1u);
+  EXPECT_EQ(v.caveats[0], "NaN/Inf losses were logged (line 2)");
+  auto clean = classify_text("{'loss': 1.2}\nTraining complete\n", exit_code(0));
+  EXPECT_TRUE(clean.caveats.empty());
+  // A failed run's label says what it needs: no caveats there.
+  auto failed = classify_text("{'loss': nan}\nKeyError: 'x'\n", exit_code(1));
+  EXPECT_TRUE(failed.caveats.empty());
+}
+
 TEST(Unknown, StillPointsAtTheFirstErrorLookingLine) {
   auto v = classify_text("step 1\nstep 2\nrank 3: connection refused by peer\nstep 3\nfailed again\n",
                          exit_code(7));

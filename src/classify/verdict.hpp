@@ -52,6 +52,8 @@ struct Verdict {
   // How sure the verdict is and why, in one phrase: "certain: ...", "likely: ...",
   // "guess: ..." (see decide.cpp).
   std::string confidence;
+  // A success a person must still hear about: "NaN/Inf losses were logged (line 120)".
+  std::vector<std::string> caveats;
 };
 
 }  // namespace classify

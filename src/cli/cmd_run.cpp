@@ -79,8 +79,8 @@ int cmd_run(int argc, char** argv) {
       ->option_text("GLOB ...");
   app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
       ->check(size_validator());
-  app.add_option("--notify", o.notify_when, "always | failure | never (default always)")
-      ->check(CLI::IsMember({"always", "failure", "never"}));
+  app.add_option("--notify", o.notify_when, "always | failure | failure+warnings | never (default always)")
+      ->check(CLI::IsMember({"always", "failure", "failure+warnings", "never"}));
   app.add_option("--timeout", timeout,
                  "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
       ->check(duration_validator());

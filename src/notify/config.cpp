@@ -70,8 +70,10 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     if (key == "webhook_format" && v != "slack" && v != "json") {
       return bad("expected \"slack\" or \"json\", got \"" + v + "\"");
     }
-    if (key == "notify" && v != "always" && v != "failure" && v != "never") {
-      return bad("expected \"always\", \"failure\" or \"never\", got \"" + v + "\"");
+    if (key == "notify" && v != "always" && v != "failure" && v != "failure+warnings" &&
+        v != "never") {
+      return bad("expected \"always\", \"failure\", \"failure+warnings\" or \"never\", got \"" +
+                 v + "\"");
     }
     (key == "notify" ? c.notify_when : c.webhook_format) = v;
     return util::ok_status();

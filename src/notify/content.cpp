@@ -169,7 +169,9 @@ std::string build_subject(const report::RunReport& r) {
   std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
   std::string head;
   bool ok = is_success(r);
-  if (ok) {
+  if (ok && r.verdict && !r.verdict->caveats.empty()) {
+    head = "succeeded, but " + sanitize_header_value(r.verdict->caveats.front(), 80);
+  } else if (ok) {
     head = "succeeded";
   } else if (r.verdict && !r.verdict->label.empty()) {
     head = "FAILED " + sanitize_header_value(r.verdict->label, 40);
@@ -213,6 +215,11 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
                        (v.rule.empty() ? "" : ", rule " + v.rule);
     t += what + "\n";
     h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(what) + "</b></p>";
+    for (const auto& c : v.caveats) {
+      std::string but = "But: " + mask_secrets(c);
+      t += but + "\n";
+      h += "<p style=\"margin:4px 0;color:#9a6700\"><b>" + html_escape(but) + "</b></p>";
+    }
     if (!v.confidence.empty()) {
       std::string sure = "How sure: " + mask_secrets(v.confidence);
       t += sure + "\n";

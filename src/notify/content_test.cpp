@@ -44,6 +44,17 @@ TEST(Subject, SignalDeathNamesTheSignal) {
             "[gpualert] FAILED host_oom: llama-ft on gpu-node17 (killed by SIGKILL after 45s)");
 }
 
+TEST(Subject, ASuccessWithACaveatSaysSucceededBut) {
+  report::RunReport r = failed_run();
+  r.exit_code = 0;
+  r.verdict->label = "success";
+  r.verdict->caveats = {"NaN/Inf losses were logged (line 120)"};
+  r.duration_s = 302;
+  EXPECT_EQ(build_subject(r),
+            "[gpualert] succeeded, but NaN/Inf losses were logged (line 120): llama-ft on "
+            "gpu-node17 (exit 0 after 5m02s)");
+}
+
 TEST(Subject, WithoutVerdictExitStatusDecides) {
   report::RunReport r = failed_run();
   r.verdict.reset();

@@ -32,8 +32,11 @@ bool should_notify(const Config& config, const report::RunReport& r) {
   if (config.notify_when == "never") {
     return false;
   }
-  if (config.notify_when == "failure") {
-    return !is_success(r) && !interrupted_at_terminal(r);
+  if (config.notify_when == "failure" || config.notify_when == "failure+warnings") {
+    // "failure+warnings": also a success with caveats ("succeeded, but ...").
+    bool caveats = r.verdict && !r.verdict->caveats.empty();
+    return (!is_success(r) || (caveats && config.notify_when == "failure+warnings")) &&
+           !interrupted_at_terminal(r);
   }
   return true;
 }

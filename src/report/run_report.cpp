@@ -89,6 +89,13 @@ json verdict_json(const classify::Verdict& v) {
   if (!v.confidence.empty()) {
     j["confidence"] = masked_text(v.confidence);
   }
+  if (!v.caveats.empty()) {
+    json c = json::array();
+    for (const auto& x : v.caveats) {
+      c.push_back(masked_text(x));
+    }
+    j["caveats"] = c;
+  }
   return j;
 }
 
@@ -242,6 +249,7 @@ util::Result<RunReport> from_json(const json& j) {
       get_if(j, "group", v.group);
       get_if(j, "action", v.action);
       get_if(j, "confidence", v.confidence);
+      get_if(j, "caveats", v.caveats);
       get_if(j, "fields", v.fields);
       if (auto it = j.find("evidence"); it != j.end() && it->is_array()) {
         for (const auto& e : *it) {
