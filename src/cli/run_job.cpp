@@ -15,6 +15,7 @@
 #include "capture/log_follower.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
+#include "gpu/watch.hpp"
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
@@ -291,6 +292,8 @@ RunEnding run_job(const RunOptions& o) {
   // opening /dev/kmsg does not stand between the header's sync and the job.
   auto* started = std::get_if<supervise::Spawned>(&spawned);
   watch.open_kernel_log(started ? started->pid : -1);
+  gpu::Watch gpus = started ? gpu::start(rep.run_dir, started->pid, config.gpu_sample_seconds)
+                            : gpu::Watch{-1, rep.run_dir, "the job did not start"};
   sopt.watch_fd = watch.kernel_log_fd();
   sopt.on_watch_readable = [&watch] { watch.on_readable(); };
   // The rules are loaded now, while the job starts on another CPU (its first output
@@ -376,6 +379,7 @@ RunEnding run_job(const RunOptions& o) {
   rep.wrapper_timeout = result.wrapper_timeout;
   rep.log_bytes = sink.job_bytes();
   rep.sources = watch.sources();
+  gpu::finish(gpus, rep);  // its readings at the end, Xids and ECC counters into the report
   if (sink.first_error()) {
     rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +
                            std::to_string(sink.lost_bytes()) + " bytes not written)");

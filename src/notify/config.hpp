@@ -29,6 +29,8 @@ struct Config {
   std::chrono::milliseconds notify_timeout{60000};
   std::string notify_when = "always";  // always | failure | never
   uint64_t budget_bytes = 10u << 20;
+  // How often `run` samples the job's GPUs (gpu/watch.hpp); 0 turns GPU facts off.
+  unsigned gpu_sample_seconds = 5;
   // Places.
   std::string log_dir;     // empty: ./gpualert-logs
   std::string state_dir;   // outbox and journal; default XDG state dir
