@@ -399,6 +399,7 @@ RunEnding run_job(const RunOptions& o) {
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
   host_ev.kernel_log_read = watch.kernel_log_read();
+  host_ev.gpu_lines = rep.gpu_lines = gpu::xid_lines(rep);
   if (result.scheduler_ended) {
     // Slurm ended the job and printed why in its own output file, not here: ask it.
     ask_scheduler();

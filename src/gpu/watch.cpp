@@ -143,4 +143,28 @@ void finish(Watch& w, report::RunReport& rep) {
   }
 }
 
+std::vector<std::string> xid_lines(const report::RunReport& rep) {
+  std::vector<std::string> out;
+  if (!rep.gpus || !rep.gpus->is_array()) {
+    return out;
+  }
+  for (const auto& g : *rep.gpus) {
+    if (!g.is_object() || !g.contains("xids") || !g["xids"].is_array()) {
+      continue;
+    }
+    // NVML's "00000000:19:00.0" is the kernel's "0000:19:00".
+    std::string pci = g.value("pci", "");
+    if (pci.size() == 16 && pci[8] == ':') {
+      pci = pci.substr(4, 10);
+    }
+    for (const auto& x : g["xids"]) {
+      if (x.is_object() && x.contains("xid") && x["xid"].is_number_unsigned()) {
+        out.push_back("NVRM: Xid (PCI:" + pci + "): " + std::to_string(x["xid"].get<uint64_t>()) +
+                      ", reported by NVML for " + g.value("uuid", "the job's GPU"));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace gpu

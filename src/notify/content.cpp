@@ -263,7 +263,8 @@ std::string decisive_line(const report::RunReport& r) {
     return "";
   }
   for (const auto& e : r.verdict->evidence) {
-    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler") {
+    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler" ||
+        e.source == "gpu") {
       std::string text = mask_secrets(clean_log_line(std::string(util::trim_blanks(e.text))));
       if (text.size() > 90) {
         size_t cut = 87;

@@ -158,6 +158,9 @@ json to_json(const RunReport& r) {
   if (r.gpus) {
     j["gpus"] = *r.gpus;
   }
+  if (!r.gpu_lines.empty()) {
+    j["gpu_lines"] = r.gpu_lines;
+  }
   // Diagnosis keys are present only once a classifier decided: absent, not invented.
   if (r.verdict) {
     json v = verdict_json(*r.verdict);
@@ -216,6 +219,7 @@ util::Result<RunReport> from_json(const json& j) {
     if (j.contains("gpus") && j["gpus"].is_array()) {
       r.gpus = j["gpus"];
     }
+    get_if(j, "gpu_lines", r.gpu_lines);
     get_if(j, "warnings", r.warnings);
     get_if(j, "state", r.state);
     if (j.contains("reconstructed") && j["reconstructed"].is_string()) {

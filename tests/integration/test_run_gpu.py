@@ -136,6 +136,16 @@ class RunGpu(RunTestCase):
         self.assertEqual([(l["uuid"], l["xid"]) for l in lines if l["type"] == "xid"],
                          [("GPU-0000aaaa", 79)])
         self.assertIn("GPU is lost", [l for l in lines if l["type"] == "lost"][0]["error"])
+        # NVML's Xid is host evidence: labelled as the kernel's line would be.
+        self.assertEqual(rep["label"], "gpu_lost")
+        self.assertEqual(rep["fields"]["pci"], "0000:19:00")
+        self.assertIn({"line": 1, "source": "gpu",
+                       "text": "NVRM: Xid (PCI:0000:19:00): 79, reported by NVML for GPU-0000aaaa"},
+                      rep["evidence"])
+        # `gpualert classify` on the run directory sees the same host facts.
+        c = subprocess.run([BIN, "classify", "--json", os.path.join(run_dir, "output.log")],
+                           capture_output=True, text=True, env=self.env, timeout=60)
+        self.assertEqual(json.loads(c.stdout)["label"], "gpu_lost", c.stdout + c.stderr)
 
     def test_ecc_counters_that_rose(self):
         script = TWO_GPUS + (f"at 0 gpu 0 ecc_unc=2 ecc_corr=5\n"
