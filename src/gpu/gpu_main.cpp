@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,8 +18,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,9 +155,9 @@ std::string text_of(const Nvml& n, nvmlReturn_t (*f)(nvmlDevice_t, char*, unsign
   if (f == nullptr) {
     return "";
   }
+  (void)n;
   char buf[128] = {};
   return f(d, buf, sizeof buf) == NVML_SUCCESS ? std::string(buf) : std::string();
-  (void)n;
 }
 
 json ecc_counters(const Nvml& n, nvmlDevice_t d) {
@@ -414,12 +417,13 @@ int main(int argc, char** argv) {
       events = std::thread([&] {
         while (!stopping.load()) {
           nvmlEventData_t e{};
-          nvmlReturn_t r = n.event_wait(set, &e, 500);
+          // Short, since the helper's end (and so `run`'s) waits for the last one.
+          nvmlReturn_t r = n.event_wait(set, &e, 200);
           if (r == NVML_ERROR_TIMEOUT) {
             continue;
           }
           if (r != NVML_SUCCESS) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
             continue;
           }
           std::lock_guard<std::mutex> lock(mu);

@@ -191,7 +191,13 @@ std::string failing_gpu_line(const report::RunReport& r) {
       pick = &g;
       break;
     }
-    if (pick == nullptr || gpu_number(g, "memory_used_last") > gpu_number(*pick, "memory_used_last")) {
+    // Else one with an Xid or that was lost, else the fullest.
+    auto trouble = [](const nlohmann::json& x) {
+      return x.contains("lost_at") || !gpu_xids(x).empty();
+    };
+    if (pick == nullptr || (trouble(g) && !trouble(*pick)) ||
+        (trouble(g) == trouble(*pick) &&
+         gpu_number(g, "memory_used_last") > gpu_number(*pick, "memory_used_last"))) {
       pick = &g;
     }
   }
