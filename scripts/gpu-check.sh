@@ -16,8 +16,9 @@ out=$(realpath -m "${2:-$root/gpu-check-out}")
 mkdir -p "$out"
 exec > >(tee "$out/gpu-check.log") 2>&1
 
-if [ ! -e /proc/driver/nvidia/version ]; then
-  echo "no NVIDIA driver here (/proc/driver/nvidia/version absent)"; exit 1
+driver=${GPUALERT_NVIDIA_DRIVER_FILE:-/proc/driver/nvidia/version}
+if [ ! -e "$driver" ]; then
+  echo "no NVIDIA driver here ($driver absent)"; exit 1
 fi
 nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,driver_version \
   --format=csv 2>&1 | tee "$out/nvidia-smi.csv"
