@@ -18,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,7 @@ struct Nvml {
   nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*event_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
   nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
 
   std::string err(nvmlReturn_t r) const {
     const char* s = error_string != nullptr ? error_string(r) : nullptr;
@@ -114,6 +116,7 @@ std::string load(Nvml& n) {
   sym(n.lib, n.register_events, "nvmlDeviceRegisterEvents");
   sym(n.lib, n.event_wait, "nvmlEventSetWait_v2");
   sym(n.lib, n.event_set_free, "nvmlEventSetFree");
+  sym(n.lib, n.processes, "nvmlDeviceGetComputeRunningProcesses_v3");
   if (n.init == nullptr || n.count == nullptr || n.by_index == nullptr ||
       n.memory == nullptr) {
     return path + " lacks nvmlInit_v2, nvmlDeviceGetCount_v2, "
@@ -126,6 +129,7 @@ struct Gpu {
   nvmlDevice_t dev = nullptr;
   json info;  // inventory and, at the end, the summary
   unsigned long long peak_used = 0;
+  std::optional<unsigned long long> job_peak, job_last;  // the job's processes' own memory
   std::optional<unsigned long long> last_used;
   json last;  // the last sample's readings
   json xids = json::array();
@@ -184,6 +188,66 @@ json ecc_counters(const Nvml& n, nvmlDevice_t d) {
     }
   }
   return j;
+}
+
+// Whether pid is the job or one of its descendants (walks the parents in /proc).
+bool in_job(pid_t pid, pid_t job) {
+  for (int depth = 0; pid > 1 && depth < 64; ++depth) {
+    if (pid == job) {
+      return true;
+    }
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) {
+      return false;
+    }
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) {
+      return false;
+    }
+    pid = ppid;
+  }
+  return false;
+}
+
+// The GPU memory of the job's own processes, and how many other processes use the GPU.
+struct ProcessMemory {
+  bool known = false;
+  unsigned long long job_bytes = 0;
+  unsigned others = 0;
+};
+
+ProcessMemory process_memory(const Nvml& n, nvmlDevice_t d, pid_t job) {
+  ProcessMemory m;
+  if (n.processes == nullptr || job <= 0) {
+    return m;
+  }
+  std::vector<nvmlProcessInfo_t> procs(64);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    unsigned count = static_cast<unsigned>(procs.size());
+    nvmlReturn_t r = n.processes(d, &count, procs.data());
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+      procs.resize(count + 16);
+      continue;
+    }
+    if (r != NVML_SUCCESS) {
+      return m;
+    }
+    m.known = true;
+    for (unsigned i = 0; i < count && i < procs.size(); ++i) {
+      if (in_job(static_cast<pid_t>(procs[i].pid), job)) {
+        if (procs[i].usedGpuMemory != GPUALERT_NVML_VALUE_NOT_AVAILABLE) {
+          m.job_bytes += procs[i].usedGpuMemory;
+        }
+      } else {
+        ++m.others;
+      }
+    }
+    return m;
+  }
+  return m;
 }
 
 // The timeline file, bounded for a multi-week job.
@@ -260,6 +324,7 @@ int main(int argc, char** argv) {
   std::string run_dir;
   unsigned interval = 5;
   pid_t parent = 0;
+  pid_t job = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -276,7 +341,7 @@ int main(int argc, char** argv) {
     } else if (a == "--parent" && numeric) {
       parent = static_cast<pid_t>(n);
     } else if (a == "--job-pid" && numeric) {
-      // reserved for the job's own GPU memory (nvmlDeviceGetComputeRunningProcesses)
+      job = static_cast<pid_t>(n);
     } else {
       return usage();
     }
@@ -471,6 +536,14 @@ int main(int argc, char** argv) {
           g.peak_used = std::max(g.peak_used, mem.used);
         }
       }
+      if (ProcessMemory pm = process_memory(n, g.dev, job); pm.known) {
+        s["job_memory_used"] = pm.job_bytes;
+        s["other_processes"] = pm.others;
+        if (!after_end) {
+          g.job_last = pm.job_bytes;
+          g.job_peak = std::max(g.job_peak.value_or(0), pm.job_bytes);
+        }
+      }
       nvmlUtilization_t u{};
       if (n.utilization != nullptr && n.utilization(g.dev, &u) == NVML_SUCCESS) {
         s["utilization"] = u.gpu;
@@ -532,8 +605,12 @@ int main(int argc, char** argv) {
       o["memory_used_last"] = *g.last_used;
       o["last_reading_s_before_end"] = std::max(0.0, end_age - g.last_t);
     }
+    if (g.job_peak) {
+      o["job_memory_used_peak"] = *g.job_peak;
+      o["job_memory_used_last"] = *g.job_last;
+    }
     for (const char* k : {"utilization", "memory_utilization", "temperature_c", "power_w",
-                          "throttle_reasons"}) {
+                          "throttle_reasons", "other_processes"}) {
       if (g.last.contains(k)) {
         o[std::string(k) + "_last"] = g.last[k];
       }

@@ -45,6 +45,16 @@ typedef struct {
   unsigned int memory;
 } nvmlUtilization_t;
 
+/* nvmlProcessInfo_t, as nvmlDeviceGetComputeRunningProcesses_v3 fills it. */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory; /* NVML_VALUE_NOT_AVAILABLE when unknown */
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+#define GPUALERT_NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
+
 typedef struct {
   nvmlDevice_t device;
   unsigned long long eventType;

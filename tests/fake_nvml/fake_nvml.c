@@ -7,6 +7,8 @@
  *   cuda N                    nvmlSystemGetCudaDriverVersion_v2 (12040 = 12.4)
  *   gpu I name=.. uuid=.. serial=.. pci=.. memory=BYTES ecc=0|1 mig=0|1 events=CODE
  *                             a device at NVML index I (events: what registering returns)
+ *        procs=PATH           its compute processes: PATH's "PID BYTES" lines, read at
+ *                             each query (a test's job writes its own pid there)
  *   at SECONDS gpu I used=BYTES util=% memutil=% temp=C power=MILLIWATTS throttle=N
  *                    ecc_corr=N ecc_unc=N error=CODE
  *                             from SECONDS after nvmlInit on, these readings; error=CODE
@@ -31,6 +33,7 @@ struct nvmlDevice_st {
   char name[96], uuid[96], serial[64], pci[32];
   unsigned long long memory;
   int ecc, mig, events_rc;
+  char procs[512];
 };
 
 struct reading {
@@ -122,6 +125,7 @@ static int load_script(void) {
         if (!strcmp(kv, "ecc")) g->ecc = atoi(v);
         if (!strcmp(kv, "mig")) g->mig = atoi(v);
         if (!strcmp(kv, "events")) g->events_rc = atoi(v);
+        if (!strcmp(kv, "procs")) snprintf(g->procs, sizeof g->procs, "%s", v);
       }
     } else if (!strcmp(w, "at") && g_nat < MAX_AT) {
       struct at_line* a = &g_at[g_nat++];
@@ -328,6 +332,32 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter,
   if (!d->ecc) return NVML_ERROR_NOT_SUPPORTED;
   (void)counter;
   *v = type == 0 ? r.corr : r.unc;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count,
+                                                     nvmlProcessInfo_t* infos) {
+  struct reading r;
+  int rc = check(d, &r);
+  if (rc) return rc;
+  unsigned n = 0;
+  FILE* f = d->procs[0] ? fopen(d->procs, "r") : NULL;
+  unsigned pid;
+  unsigned long long bytes;
+  nvmlProcessInfo_t found[64];
+  while (f && n < 64 && fscanf(f, "%u %llu", &pid, &bytes) == 2) {
+    memset(&found[n], 0, sizeof found[n]);
+    found[n].pid = pid;
+    found[n].usedGpuMemory = bytes;
+    n++;
+  }
+  if (f) fclose(f);
+  if (n > *count) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  memcpy(infos, found, n * sizeof *infos);
+  *count = n;
   return NVML_SUCCESS;
 }
 

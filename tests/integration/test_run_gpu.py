@@ -109,6 +109,27 @@ class RunGpu(RunTestCase):
         self.assertTrue(all(l["uuid"] == "GPU-1111bbbb" for l in samples))
         self.assertEqual(lines[0]["driver"], "550.54.15")
 
+    def test_the_jobs_own_gpu_memory_and_other_processes(self):
+        procs = os.path.join(self.tmp, "procs")
+        script = TWO_GPUS.replace("gpu 0 name", f"gpu 0 procs={procs} name")
+        # The job's child holds 3 GiB (as a DataLoader worker or a launcher's rank would);
+        # pid 1 is not the job's and counts as another process on the GPU.
+        job = f"""
+import json, os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+with open({procs!r} + ".tmp", "w") as f:
+    f.write(f"{{child.pid}} {3 * GIB}\\n1 {5 * GIB}\\n")
+os.rename({procs!r} + ".tmp", {procs!r})
+code = subprocess.call([sys.executable, "-c", {WAIT_FOR!r}, json.dumps({{"job_memory_used": {3 * GIB}}})])
+child.kill()
+sys.exit(code)
+"""
+        p, run_dir = self.run_wrapped([PY, "-c", job], env=self.gpu_env(script, CUDA_VISIBLE_DEVICES="0"))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        g = self.report(run_dir)["gpus"][0]
+        self.assertEqual(g["job_memory_used_peak"], 3 * GIB)
+        self.assertEqual(g["other_processes_last"], 1)
+
     def test_gpu_named_by_uuid_and_slurm_index(self):
         for extra, uuid in (({"CUDA_VISIBLE_DEVICES": "GPU-0000aaaa"}, "GPU-0000aaaa"),
                             ({"CUDA_VISIBLE_DEVICES": "0", "SLURM_JOB_GPUS": "1"}, "GPU-1111bbbb")):
