@@ -61,7 +61,12 @@ Selection job_gpus(const std::map<std::string, std::string>& env) {
   };
   const std::string* cuda = get("CUDA_VISIBLE_DEVICES");
   const std::string* nvidia = get("NVIDIA_VISIBLE_DEVICES");
-  const std::string* slurm = get("SLURM_JOB_GPUS");
+  const char* slurm_name = "SLURM_STEP_GPUS";
+  const std::string* slurm = get(slurm_name);
+  if (slurm == nullptr || slurm->empty()) {
+    slurm_name = "SLURM_JOB_GPUS";
+    slurm = get(slurm_name);
+  }
   Selection sel;
   for (auto [name, v] : {std::pair{"CUDA_VISIBLE_DEVICES", cuda},
                          std::pair{"NVIDIA_VISIBLE_DEVICES", nvidia}}) {
@@ -75,21 +80,36 @@ Selection job_gpus(const std::map<std::string, std::string>& env) {
     }
   }
   if (slurm != nullptr && !slurm->empty()) {
-    sel.selectors = parse(*slurm);
-    sel.from = "SLURM_JOB_GPUS";
+    auto host = parse(*slurm);
+    sel.from = slurm_name;
+    sel.selectors = host;
+    if (cuda == nullptr || *cuda == *slurm) {
+      return sel;  // the same list: the host's indices
+    }
+    // CUDA_VISIBLE_DEVICES counts within the job's GPUs (Slurm renumbers them in the
+    // job's device cgroup; a user may narrow them further): device i is host[i].
+    auto within = parse(*cuda);
+    std::vector<Selector> mapped;
+    for (const auto& c : within) {
+      if (c.index >= host.size()) {
+        return sel;  // not indices into the job's list: keep Slurm's
+      }
+      mapped.push_back(host[c.index]);
+    }
+    sel.selectors = std::move(mapped);
+    sel.from = std::string("CUDA_VISIBLE_DEVICES within ") + slurm_name;
     return sel;
   }
-  for (auto [name, v] : {std::pair{"CUDA_VISIBLE_DEVICES", cuda},
-                         std::pair{"NVIDIA_VISIBLE_DEVICES", nvidia}}) {
-    if (v == nullptr) {
-      continue;
-    }
-    sel.from = name;
-    if (*v == "all") {
-      sel.all = true;
-    } else {
-      sel.selectors = parse(*v);  // "", "-1", "none", "void": no GPU
-    }
+  if (cuda != nullptr) {
+    sel.from = "CUDA_VISIBLE_DEVICES";
+    sel.selectors = parse(*cuda);  // "", "-1": no GPU
+    return sel;
+  }
+  if (nvidia != nullptr) {
+    // A container runtime's list names the host's GPUs, which the container sees
+    // renumbered from 0: every GPU NVML lists here is the job's, unless it says none.
+    sel.from = "NVIDIA_VISIBLE_DEVICES";
+    sel.all = !(nvidia->empty() || *nvidia == "none" || *nvidia == "void");
     return sel;
   }
   sel.all = true;

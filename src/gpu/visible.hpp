@@ -23,11 +23,12 @@ struct Selection {
 };
 
 // Order of trust: UUIDs in CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES name
-// devices exactly; SLURM_JOB_GPUS holds the host's (NVML) indices, while an
-// index in CUDA_VISIBLE_DEVICES under Slurm is renumbered inside the job's
-// device cgroup; then CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES indices.
-// CUDA stops at the first entry it can't parse, and so does this; an empty or
-// "-1"/"none"/"void" list selects no GPU.
+// devices exactly; SLURM_STEP_GPUS / SLURM_JOB_GPUS hold the host's (NVML) indices,
+// and an index in a different CUDA_VISIBLE_DEVICES counts within that list (Slurm
+// renumbers inside the job's device cgroup); then CUDA_VISIBLE_DEVICES indices
+// (CUDA stops at the first entry it can't parse, and so does this; empty or "-1"
+// selects none); a container's NVIDIA_VISIBLE_DEVICES indices mean every GPU the
+// container sees ("none"/"void": none); nothing set: every GPU.
 Selection job_gpus(const std::map<std::string, std::string>& env);
 
 }  // namespace gpu

@@ -32,10 +32,27 @@ TEST(JobGpus, CudaStopsAtTheFirstBadEntry) {
   EXPECT_FALSE(gpu::job_gpus({{"CUDA_VISIBLE_DEVICES", ""}}).all);
 }
 
-TEST(JobGpus, SlurmIndicesWinOverRenumberedCudaIndices) {
+TEST(JobGpus, CudaIndicesCountWithinSlurmsList) {
   auto s = gpu::job_gpus({{"CUDA_VISIBLE_DEVICES", "0,1"}, {"SLURM_JOB_GPUS", "4,5"}});
   EXPECT_EQ(describe(s), (std::vector<std::string>{"4", "5"}));
-  EXPECT_EQ(s.from, "SLURM_JOB_GPUS");
+  EXPECT_EQ(s.from, "CUDA_VISIBLE_DEVICES within SLURM_JOB_GPUS");
+  auto narrowed = gpu::job_gpus({{"CUDA_VISIBLE_DEVICES", "1"}, {"SLURM_JOB_GPUS", "4,5,6,7"}});
+  EXPECT_EQ(describe(narrowed), (std::vector<std::string>{"5"}));
+}
+
+TEST(JobGpus, SlurmsOwnIndicesWhenCudaRepeatsThemOrIsAbsent) {
+  EXPECT_EQ(describe(gpu::job_gpus({{"CUDA_VISIBLE_DEVICES", "4,5"}, {"SLURM_JOB_GPUS", "4,5"}})),
+            (std::vector<std::string>{"4", "5"}));
+  EXPECT_EQ(describe(gpu::job_gpus({{"SLURM_JOB_GPUS", "2"}})), (std::vector<std::string>{"2"}));
+  // Not indices into Slurm's list: Slurm's list.
+  EXPECT_EQ(describe(gpu::job_gpus({{"CUDA_VISIBLE_DEVICES", "6"}, {"SLURM_JOB_GPUS", "4,5"}})),
+            (std::vector<std::string>{"4", "5"}));
+}
+
+TEST(JobGpus, StepGpusBeforeJobGpus) {
+  auto s = gpu::job_gpus({{"SLURM_JOB_GPUS", "0,1,2,3"}, {"SLURM_STEP_GPUS", "2,3"}});
+  EXPECT_EQ(describe(s), (std::vector<std::string>{"2", "3"}));
+  EXPECT_EQ(s.from, "SLURM_STEP_GPUS");
 }
 
 TEST(JobGpus, UuidsWinOverEverything) {
@@ -45,8 +62,9 @@ TEST(JobGpus, UuidsWinOverEverything) {
   EXPECT_EQ(describe(n), (std::vector<std::string>{"GPU-cc"}));
 }
 
-TEST(JobGpus, ContainerAllAndNone) {
+TEST(JobGpus, ContainerIndicesMeanEveryGpuTheContainerSees) {
   EXPECT_TRUE(gpu::job_gpus({{"NVIDIA_VISIBLE_DEVICES", "all"}}).all);
+  EXPECT_TRUE(gpu::job_gpus({{"NVIDIA_VISIBLE_DEVICES", "2,3"}}).all);
   auto none = gpu::job_gpus({{"NVIDIA_VISIBLE_DEVICES", "void"}});
   EXPECT_FALSE(none.all);
   EXPECT_TRUE(none.selectors.empty());

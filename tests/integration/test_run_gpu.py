@@ -132,7 +132,8 @@ sys.exit(code)
 
     def test_gpu_named_by_uuid_and_slurm_index(self):
         for extra, uuid in (({"CUDA_VISIBLE_DEVICES": "GPU-0000aaaa"}, "GPU-0000aaaa"),
-                            ({"CUDA_VISIBLE_DEVICES": "0", "SLURM_JOB_GPUS": "1"}, "GPU-1111bbbb")):
+                            ({"CUDA_VISIBLE_DEVICES": "0", "SLURM_JOB_GPUS": "1"}, "GPU-1111bbbb"),
+                            ({"NVIDIA_VISIBLE_DEVICES": "GPU-1111bbbb"}, "GPU-1111bbbb")):
             with self.subTest(extra=extra):
                 p, run_dir = self.run_wrapped(["true"], env=self.gpu_env(TWO_GPUS, **extra))
                 self.assertEqual(p.returncode, 0, p.stderr)
