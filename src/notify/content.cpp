@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "notify/gpu_chart.hpp"
 #include "notify/text_filters.hpp"
 #include "util/text.hpp"
 
@@ -318,7 +319,7 @@ std::string build_subject(const report::RunReport& r) {
 }
 
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
-                    const std::vector<Attachment>& attachments, uint64_t budget) {
+                    const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart) {
   std::string t, h;
   const std::string title = one_line(headline(r));
   bool ok = is_success(r);
@@ -401,6 +402,12 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
       h += "</tr>";
     }
     h += "</table>";
+    if (gpu_chart) {
+      h += std::string("<p style=\"margin:6px 0 0 0\"><img src=\"cid:") + k_gpu_chart_cid +
+           "\" width=\"640\" height=\"160\" alt=\"GPU memory and utilisation over the run\"></p>"
+           "<div style=\"font-size:12px;color:#57606a\">Memory used of each GPU's total (solid) and "
+           "utilisation (light), 0-100 %, from the start to the job's end (red line).</div>";
+    }
   }
 
   auto facts = run_facts(r);

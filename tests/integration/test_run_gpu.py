@@ -48,7 +48,17 @@ sys.exit(3)
 """
 
 OOM_JOB = r"""
-import sys
+import json, os, sys, time
+# Two readings of the helper first (bounded), so that the notice has a chart to draw.
+path = os.path.join(os.environ["GPUALERT_RUN_DIR"], "gpus.jsonl")
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        if len({json.loads(l)["t"] for l in open(path) if '"type":"sample"' in l}) >= 2:
+            break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.05)
 print("epoch 3 step 1200 | loss 1.92")
 print('''Traceback (most recent call last):
   File "train.py", line 88, in <module>
@@ -241,6 +251,12 @@ sys.exit(code)
         self.assertIn("\n  GPU 1: NVIDIA H200 (00000000:19:00.0), 141.0 GiB, peak 1.0 GiB", text)
         html = msg.get_body(preferencelist=("html",)).get_content()
         self.assertIn("139.8 GiB used", html)
+        # The chart: a PNG beside the HTML, which shows it by its Content-ID.
+        self.assertIn('<img src="cid:gpu-chart@gpualert"', html)
+        pngs = [p for p in msg.walk() if p.get_content_type() == "image/png"]
+        self.assertEqual(len(pngs), 1)
+        self.assertEqual(pngs[0]["Content-ID"], "<gpu-chart@gpualert>")
+        self.assertTrue(pngs[0].get_content().startswith(b"\x89PNG\r\n\x1a\n"))
         self.assertIn("<th style=", html)
         self.assertIn("00000000:19:00.0", html)
 
