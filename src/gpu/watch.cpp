@@ -124,11 +124,19 @@ void finish(Watch& w, report::RunReport& rep) {
     }
   }
   w.pid = -1;
-  std::ifstream in(w.run_dir + "/" + k_summary_file);
+  if (!read_summary(w.run_dir, rep)) {
+    rep.sources["gpu"] = std::string(k_helper_name) + " left no readable " + k_summary_file;
+  }
+}
+
+bool read_summary(const std::string& run_dir, report::RunReport& rep) {
+  std::ifstream in(run_dir + "/" + k_summary_file);
+  if (!in) {
+    return false;
+  }
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("source") || !j["source"].is_string()) {
-    rep.sources["gpu"] = std::string(k_helper_name) + " left no readable " + k_summary_file;
-    return;
+    return false;
   }
   rep.sources["gpu"] = j["source"].get<std::string>();
   if (rep.sources["gpu"] == "read" && j.contains("gpus") && j["gpus"].is_array()) {
@@ -141,6 +149,7 @@ void finish(Watch& w, report::RunReport& rep) {
       }
     }
   }
+  return true;
 }
 
 std::vector<std::string> xid_lines(const report::RunReport& rep) {

@@ -32,6 +32,10 @@ Watch start(const std::string& run_dir, pid_t job_pid, unsigned interval_s);
 // summary in rep.gpus and rep.sources["gpu"].
 void finish(Watch& w, report::RunReport& rep);
 
+// Reads gpus-summary.json of run_dir into rep (gpus, sources["gpu"], warnings);
+// false, and rep unchanged, when there is none that can be read.
+bool read_summary(const std::string& run_dir, report::RunReport& rep);
+
 // The Xids in rep.gpus as the kernel words them, for the classifier's host
 // evidence: "NVRM: Xid (PCI:0000:19:00): 79, reported by NVML for GPU-...".
 std::vector<std::string> xid_lines(const report::RunReport& rep);

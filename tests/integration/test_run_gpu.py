@@ -5,12 +5,13 @@ import email
 import email.policy
 import json
 import os
+import signal
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from harness import BIN, PY, RunTestCase, write_script  # noqa: E402
+from harness import BIN, PY, RunTestCase, wait_for, write_script  # noqa: E402
 from servers import SmtpSink  # noqa: E402
 
 FAKE = os.environ.get("GPUALERT_FAKE_NVML") or os.path.join(
@@ -178,6 +179,36 @@ sys.exit(code)
         c = subprocess.run([BIN, "classify", "--json", os.path.join(run_dir, "output.log")],
                            capture_output=True, text=True, env=self.env, timeout=60)
         self.assertEqual(json.loads(c.stdout)["label"], "gpu_lost", c.stdout + c.stderr)
+
+    def test_a_killed_wrapper_leaves_the_summary_for_sweep(self):
+        env = self.gpu_env(TWO_GPUS + "at 0.3 xid 1 79\n", CUDA_VISIBLE_DEVICES="1")
+        steps = "import time\nwhile True:\n    print('step', flush=True)\n    time.sleep(0.05)\n"
+        p = subprocess.Popen([BIN, "run", "-q", "--log-dir", self.logs, "--", PY, "-c", steps],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                             start_new_session=True)
+        run_dir = None
+
+        def saw_xid():
+            nonlocal run_dir
+            run_dir = self.only_run_dir()
+            path = os.path.join(run_dir or "", "gpus.jsonl")
+            return os.path.exists(path) and '"type":"xid"' in open(path).read()
+        try:
+            self.assertTrue(wait_for(saw_xid, timeout=30))
+        finally:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+        # The helper is told by the kernel that its parent is gone, and writes its summary.
+        summary = os.path.join(run_dir, "gpus-summary.json")
+        self.assertTrue(wait_for(lambda: os.path.exists(summary), timeout=30))
+        r = subprocess.run([BIN, "sweep", "--no-flush", self.logs], capture_output=True, text=True,
+                           env=self.env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = self.report(run_dir)
+        self.assertEqual(rep["state"], "reconstructed")
+        self.assertEqual(rep["sources"]["gpu"], "read")
+        self.assertEqual([x["xid"] for x in rep["gpus"][0]["xids"]], [79])
+        self.assertEqual(rep["label"], "gpu_lost")
 
     def test_ecc_counters_that_rose(self):
         script = TWO_GPUS + (f"at 0 gpu 0 ecc_unc=2 ecc_corr=5\n"
