@@ -70,6 +70,14 @@ util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFac
       }
     }
   }
+  // NVML's Xid events, as `run` gave them to the classifier (HostEvidence::gpu_lines).
+  if (j.contains("gpu_lines") && j["gpu_lines"].is_array()) {
+    for (const auto& l : j["gpu_lines"]) {
+      if (l.is_string()) {
+        facts.host.gpu_lines.push_back(l.get<std::string>());
+      }
+    }
+  }
   if (j.contains("kernel_log_read") && j["kernel_log_read"].is_boolean()) {
     facts.host.kernel_log_read = j["kernel_log_read"].get<bool>();
   }

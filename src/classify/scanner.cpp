@@ -296,7 +296,8 @@ struct Scanner::Impl {
 
   // Scans the host's lines into `into`: the kernel's (numbered 1.. in their own
   // source), then what the scheduler said about the job's end (numbered after them,
-  // source "scheduler"). Both are host facts, ordered before the log.
+  // source "scheduler"), then NVML's Xid events (source "gpu"). All are host facts,
+  // ordered before the log.
   void scan_kernel(const HostEvidence& host, std::vector<RuleHits>& into,
                    std::vector<uint64_t>* keyword_lines) {
     uint64_t n = 0;
@@ -317,6 +318,7 @@ struct Scanner::Impl {
     };
     scan(host.kernel_lines, nullptr);
     scan(host.scheduler_lines, "scheduler");
+    scan(host.gpu_lines, "gpu");
   }
 };
 

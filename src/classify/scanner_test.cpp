@@ -303,6 +303,19 @@ TEST(Success, FatalGpuErrorOverridesExitZero) {
   EXPECT_EQ(v.label, "cuda_illegal_access");
 }
 
+TEST(Success, XidFromNvmlIsHostEvidenceOfItsOwnSource) {
+  HostEvidence host;
+  host.gpu_lines = {"NVRM: Xid (PCI:0000:19:00): 79, reported by NVML for GPU-0000aaaa"};
+  auto v = classify_text("step 10 | loss 2.0\n", exit_code(0), host);
+  EXPECT_EQ(v.label, "gpu_lost");
+  EXPECT_EQ(v.fields["pci"], "0000:19:00");
+  bool from_gpu = false;
+  for (const auto& e : v.evidence) {
+    from_gpu = from_gpu || (e.source == "gpu" && e.text == host.gpu_lines[0]);
+  }
+  EXPECT_TRUE(from_gpu);
+}
+
 TEST(Success, StopOnANonFiniteLossOverridesExitZero) {
   // Keras' TerminateOnNaN and Lightning's EarlyStopping(check_finite=True) end training
   // on a NaN loss and the job exits 0: it stopped early, which is not a success.

@@ -33,6 +33,10 @@ struct HostEvidence {
   // What the scheduler said about how the job ended ("scontrol: job 12 JobState=TIMEOUT
   // Reason=TimeLimit"), scanned like kernel lines, with source "scheduler".
   std::vector<std::string> scheduler_lines;
+  // Xid events NVML reported for the job's GPUs (gpualert-gpu), worded as the kernel
+  // words them ("NVRM: Xid (PCI:0000:19:00): 79, ...") so that the same rules match
+  // where /dev/kmsg can't be read; scanned like kernel lines, with source "gpu".
+  std::vector<std::string> gpu_lines;
 };
 
 // One line that supports the verdict.

@@ -35,6 +35,7 @@
 #include "cli/parse_args.hpp"
 #include "cli/run_state.hpp"
 #include "cli/sweep.hpp"
+#include "gpu/watch.hpp"
 #include "host/scheduler.hpp"
 #include "notify/config.hpp"
 #include "notify/policy.hpp"
@@ -204,6 +205,12 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   rep.state = "reconstructed";
   rep.sources = {{"kernel", "not read: reconstructed by gpualert sweep after the run"},
                  {"cgroup", "not read: reconstructed by gpualert sweep after the run"}};
+  // The GPU helper writes its summary when the wrapper is gone, unless it died with it.
+  rep.gpus.reset();
+  rep.gpu_lines.clear();
+  if (gpu::read_summary(run_dir, rep)) {
+    rep.gpu_lines = gpu::xid_lines(rep);
+  }
 
   classify::ExitInfo exit;
   classify::HostEvidence host_ev;
@@ -237,6 +244,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
       host_ev.scheduler[k] = v;
     }
   }
+  host_ev.gpu_lines = rep.gpu_lines;
   rep.exit_code = exit.exit_code;
   rep.signal = exit.signal ? std::optional<std::string>(supervise::signal_name(*exit.signal))
                            : std::nullopt;

@@ -22,6 +22,7 @@
 #include "cli/notifier.hpp"
 #include "cli/online_diagnosis.hpp"
 #include "cli/run_state.hpp"
+#include "gpu/watch.hpp"
 #include "host/evidence.hpp"
 #include "host/scheduler.hpp"
 #include "notify/policy.hpp"
@@ -343,6 +344,8 @@ RunEnding run_job(const RunOptions& o) {
   // opening /dev/kmsg does not stand between the header's sync and the job.
   auto* started = std::get_if<supervise::Spawned>(&spawned);
   watch.open_kernel_log(started ? started->pid : -1);
+  gpu::Watch gpus = started ? gpu::start(rep.run_dir, started->pid, config.gpu_sample_seconds)
+                            : gpu::Watch{-1, rep.run_dir, "the job did not start"};
   sopt.watch_fd = watch.kernel_log_fd();
   sopt.on_watch_readable = [&watch] { watch.on_readable(); };
   // The rules are loaded now, while the job starts on another CPU (its first output
@@ -437,6 +440,7 @@ RunEnding run_job(const RunOptions& o) {
   rep.wrapper_timeout = result.wrapper_timeout;
   rep.log_bytes = sink.job_bytes();
   rep.sources = watch.sources();
+  gpu::finish(gpus, rep);  // its readings at the end, Xids and ECC counters into the report
   if (sink.first_error()) {
     rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +
                            std::to_string(sink.lost_bytes()) + " bytes not written)");
@@ -463,6 +467,7 @@ RunEnding run_job(const RunOptions& o) {
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
   host_ev.kernel_log_read = watch.kernel_log_read();
+  host_ev.gpu_lines = rep.gpu_lines = gpu::xid_lines(rep);
   if (result.scheduler_ended) {
     // Slurm ended the job and printed why in its own output file, not here: ask it.
     ask_scheduler();

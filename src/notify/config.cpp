@@ -123,10 +123,18 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     }
     return util::ok_status();
   }
+  if (key == "gpu_sample_seconds") {
+    if (!node.is_integer() || node.as_integer()->get() < 0 ||
+        node.as_integer()->get() >= 86400) {
+      return bad("expected an integer number of seconds, 0 (off) to 86399");
+    }
+    c.gpu_sample_seconds = static_cast<unsigned>(node.as_integer()->get());
+    return util::ok_status();
+  }
   return bad(
       "unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
       "smtp_ca_file, from, to, webhook_url, webhook_format, ntfy_url, notify, notify_timeout, "
-      "budget, log_dir, state_dir, rules, slurm_comment)");
+      "budget, gpu_sample_seconds, log_dir, state_dir, rules, slurm_comment)");
 }
 
 util::Status read_file_config(Config& c, const std::string& path) {
@@ -187,6 +195,15 @@ util::Status apply_environment(Config& c) {
       return util::Error{"GPUALERT_NOTIFY_TIMEOUT: " + d.error()};
     }
     c.notify_timeout = *d;
+  }
+  if (std::string g = env("GPUALERT_GPU_SAMPLE_SECONDS"); !g.empty()) {
+    char* end = nullptr;
+    unsigned long n = std::strtoul(g.c_str(), &end, 10);
+    if (*end != '\0' || g[0] == '-' || n >= 86400) {
+      return util::Error{"GPUALERT_GPU_SAMPLE_SECONDS: expected seconds (0 turns it off), got '" +
+                         g + "'"};
+    }
+    c.gpu_sample_seconds = static_cast<unsigned>(n);
   }
   return util::ok_status();
 }

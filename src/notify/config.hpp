@@ -32,6 +32,8 @@ struct Config {
   uint64_t budget_bytes = 10u << 20;
   // Inside a Slurm job, `run` writes its verdict into the job's Comment (cli/job_comment.hpp).
   bool slurm_comment = true;
+  // How often `run` samples the job's GPUs (gpu/watch.hpp); 0 turns GPU facts off.
+  unsigned gpu_sample_seconds = 5;
   // Places.
   std::string log_dir;     // empty: ./gpualert-logs
   std::string state_dir;   // outbox and journal; default XDG state dir

@@ -77,6 +77,24 @@ TEST_F(ConfigTest, WrongTypeAndUnknownKeyNameFileAndLine) {
   EXPECT_NE(c.error().find("unknown key"), std::string::npos);
 }
 
+TEST_F(ConfigTest, GpuSamplingIntervalFromFileOrEnvironmentAndBadOnesNamed) {
+  auto c = load_config(file("gpu_sample_seconds = 0\n"));
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->gpu_sample_seconds, 0u);
+  c = load_config(file("gpu_sample_seconds = -1\n"));
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find(":1:"), std::string::npos) << c.error();
+  setenv("GPUALERT_GPU_SAMPLE_SECONDS", "2", 1);
+  c = load_config(file("gpu_sample_seconds = 30\n"));
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->gpu_sample_seconds, 2u);
+  setenv("GPUALERT_GPU_SAMPLE_SECONDS", "5s", 1);
+  c = load_config(file(""));
+  unsetenv("GPUALERT_GPU_SAMPLE_SECONDS");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("GPUALERT_GPU_SAMPLE_SECONDS"), std::string::npos) << c.error();
+}
+
 TEST_F(ConfigTest, MissingExplicitFileIsAnErrorMissingDefaultIsNot) {
   EXPECT_FALSE(load_config(m_root + "/nope.toml"));
   auto c = load_config("");

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "notify/gpu_chart.hpp"
 #include "notify/text_filters.hpp"
 #include "util/text.hpp"
 
@@ -114,6 +115,122 @@ std::string html_table(const std::vector<Fact>& facts) {
   return h + "</table>";
 }
 
+
+// The job's GPUs as gpualert-gpu saw them (report.json "gpus"): one row each,
+// and the GPU the failure names (the verdict's `gpu` field, a CUDA index, else
+// the fullest one) for the first screen.
+uint64_t gpu_number(const nlohmann::json& g, const char* key) {
+  auto it = g.find(key);
+  return it != g.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+std::string gpu_text(const nlohmann::json& g, const char* key) {
+  auto it = g.find(key);
+  return it != g.end() && it->is_string() ? one_line(it->get<std::string>()) : std::string();
+}
+
+std::string gpu_xids(const nlohmann::json& g) {
+  std::string out;
+  if (auto it = g.find("xids"); it != g.end() && it->is_array()) {
+    for (const auto& x : *it) {
+      if (x.is_object() && x.contains("xid") && x["xid"].is_number()) {
+        out += (out.empty() ? "" : ", ") + std::to_string(x["xid"].get<uint64_t>());
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<std::string>> gpu_rows(const report::RunReport& r) {
+  std::vector<std::vector<std::string>> rows;
+  if (!r.gpus || !r.gpus->is_array()) {
+    return rows;
+  }
+  for (const auto& g : *r.gpus) {
+    if (!g.is_object()) {
+      continue;
+    }
+    auto size = [&](const char* k) {
+      return g.contains(k) ? util::human_size(gpu_number(g, k)) : std::string("-");
+    };
+    std::string util_last = g.contains("utilization_last")
+                                ? std::to_string(gpu_number(g, "utilization_last")) + "%"
+                                : "-";
+    uint64_t ecc_unc = 0;
+    if (auto d = g.find("ecc_delta"); d != g.end() && d->is_object()) {
+      ecc_unc = gpu_number(*d, "volatile_uncorrected");
+    }
+    std::string state = g.contains("lost_at") ? "lost at " + gpu_text(g, "lost_at") : "";
+    std::string xids = gpu_xids(g);
+    rows.push_back({std::to_string(gpu_number(g, "job_index")), gpu_text(g, "name"),
+                    gpu_text(g, "pci"), size("memory_total"), size("memory_used_peak"),
+                    size("memory_used_last"), util_last, xids.empty() ? "-" : xids,
+                    std::to_string(ecc_unc) + (state.empty() ? "" : "; " + state)});
+  }
+  return rows;
+}
+
+// "GPU 0 (NVIDIA H200, 140.0 GiB, 00000000:19:00.0): 139.8 GiB used 2.1 s before the end,
+// peak 140.1 GiB; the job asked for 2.00 GiB more" (the last reading while the job
+// ran: its memory is freed once it exits), or "" without GPU facts.
+std::string failing_gpu_line(const report::RunReport& r) {
+  if (!r.gpus || !r.gpus->is_array() || r.gpus->empty()) {
+    return "";
+  }
+  const nlohmann::json* pick = nullptr;
+  std::string named;
+  if (r.verdict) {
+    if (auto it = r.verdict->fields.find("gpu"); it != r.verdict->fields.end()) {
+      named = it->second;
+    }
+  }
+  for (const auto& g : *r.gpus) {
+    if (!g.is_object()) {
+      continue;
+    }
+    if (!named.empty() && std::to_string(gpu_number(g, "job_index")) == named) {
+      pick = &g;
+      break;
+    }
+    // Else one with an Xid or that was lost, else the fullest.
+    auto trouble = [](const nlohmann::json& x) {
+      return x.contains("lost_at") || !gpu_xids(x).empty();
+    };
+    if (pick == nullptr || (trouble(g) && !trouble(*pick)) ||
+        (trouble(g) == trouble(*pick) &&
+         gpu_number(g, "memory_used_last") > gpu_number(*pick, "memory_used_last"))) {
+      pick = &g;
+    }
+  }
+  if (pick == nullptr) {
+    return "";
+  }
+  const auto& g = *pick;
+  std::string line = "GPU " + std::to_string(gpu_number(g, "job_index")) + " (" +
+                     gpu_text(g, "name") + ", " + util::human_size(gpu_number(g, "memory_total")) +
+                     (g.contains("pci") ? ", " + gpu_text(g, "pci") : "") + ")";
+  if (g.contains("memory_used_last")) {
+    char before[48] = "";
+    if (auto it = g.find("last_reading_s_before_end"); it != g.end() && it->is_number()) {
+      std::snprintf(before, sizeof before, " %.1f s before the end", it->get<double>());
+    }
+    line += ": " + util::human_size(gpu_number(g, "memory_used_last")) + " used" + before +
+            ", peak " + util::human_size(gpu_number(g, "memory_used_peak"));
+  }
+  if (r.verdict) {
+    if (auto it = r.verdict->fields.find("requested"); it != r.verdict->fields.end()) {
+      line += "; the job asked for " + one_line(it->second) + " more";
+    }
+  }
+  if (std::string x = gpu_xids(g); !x.empty()) {
+    line += "; Xid " + x;
+  }
+  if (g.contains("lost_at")) {
+    line += "; lost at " + gpu_text(g, "lost_at");
+  }
+  return line;
+}
+
 }  // namespace
 
 std::string ending_phrase(const report::RunReport& r) {
@@ -149,7 +266,8 @@ std::string decisive_line(const report::RunReport& r) {
     return "";
   }
   for (const auto& e : r.verdict->evidence) {
-    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler") {
+    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler" ||
+        e.source == "gpu") {
       std::string text = mask_secrets(clean_log_line(std::string(util::trim_blanks(e.text))));
       if (text.size() > 90) {
         size_t cut = 87;
@@ -197,7 +315,7 @@ std::string build_subject(const report::RunReport& r) {
 }
 
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
-                    const std::vector<Attachment>& attachments, uint64_t budget) {
+                    const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart) {
   std::string t, h;
   const std::string title = one_line(headline(r));
   bool ok = is_success(r);
@@ -229,6 +347,10 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
       t += "First action: " + v.action + "\n";
       h += "<p style=\"margin:4px 0\">First action: <b>" + html_escape(v.action) + "</b></p>";
     }
+  }
+  if (std::string g = ok ? "" : failing_gpu_line(r); !g.empty()) {
+    t += g + "\n";
+    h += "<p style=\"margin:4px 0\">" + html_escape(g) + "</p>";
   }
 
   if (!ex.evidence.empty()) {
@@ -263,6 +385,35 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
       t += "  " + k + ": " + fields.back().value + "\n";
     }
     h += "<h2 style=\"" + std::string(k_h2) + "\">Extracted</h2>" + html_table(fields);
+  }
+
+  if (auto rows = gpu_rows(r); !rows.empty()) {
+    const std::vector<std::string> head = {"GPU", "Name", "PCI", "Memory", "Peak used",
+                                           "Last used", "Last util", "Xids",
+                                           "ECC uncorrected (+)"};
+    t += "\nGPUs\n";
+    h += "<h2 style=\"" + std::string(k_h2) + "\">GPUs</h2><table style=\"border-collapse:collapse\"><tr>";
+    for (const auto& c : head) {
+      h += "<th style=\"" + std::string(k_td) + ";text-align:left\">" + html_escape(c) + "</th>";
+    }
+    h += "</tr>";
+    for (const auto& row : rows) {
+      t += "  GPU " + row[0] + ": " + row[1] + " (" + row[2] + "), " + row[3] + ", peak " + row[4] +
+           ", last " + row[5] + ", util " + row[6] + ", Xids " + row[7] + ", ECC uncorrected +" +
+           row[8] + "\n";
+      h += "<tr>";
+      for (const auto& c : row) {
+        h += "<td style=\"" + std::string(k_td) + "\">" + html_escape(c) + "</td>";
+      }
+      h += "</tr>";
+    }
+    h += "</table>";
+    if (gpu_chart) {
+      h += std::string("<p style=\"margin:6px 0 0 0\"><img src=\"cid:") + k_gpu_chart_cid +
+           "\" width=\"640\" height=\"160\" alt=\"GPU memory and utilisation over the run\"></p>"
+           "<div style=\"font-size:12px;color:#57606a\">Memory used of each GPU's total (solid) and "
+           "utilisation (light), 0-100 %, from the start to the job's end (red line).</div>";
+    }
   }
 
   auto facts = run_facts(r);

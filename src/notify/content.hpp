@@ -40,7 +40,9 @@ struct Bodies {
   std::string html;
 };
 
+// gpu_chart: the message carries the GPU chart (gpu_chart.hpp), shown under the GPUs table.
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& excerpt,
-                    const std::vector<Attachment>& attachments, uint64_t budget);
+                    const std::vector<Attachment>& attachments, uint64_t budget,
+                    bool gpu_chart = false);
 
 }  // namespace notify

@@ -1,5 +1,7 @@
 #include "notify/mime.hpp"
 
+#include "notify/gpu_chart.hpp"
+
 #include <curl/curl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -176,9 +178,27 @@ util::Result<std::string> render_message(const MailParts& parts) {
   curl_mime_type(part, "text/plain; charset=utf-8");
   curl_mime_encoder(part, "quoted-printable");
   part = curl_mime_addpart(alt);
-  curl_mime_data(part, html.data(), html.size());
-  curl_mime_type(part, "text/html; charset=utf-8");
-  curl_mime_encoder(part, "quoted-printable");
+  if (parts.inline_png.empty()) {
+    curl_mime_data(part, html.data(), html.size());
+    curl_mime_type(part, "text/html; charset=utf-8");
+    curl_mime_encoder(part, "quoted-printable");
+  } else {
+    curl_mime* related = curl_mime_init(c);
+    curl_mimepart* sub = curl_mime_addpart(related);
+    curl_mime_data(sub, html.data(), html.size());
+    curl_mime_type(sub, "text/html; charset=utf-8");
+    curl_mime_encoder(sub, "quoted-printable");
+    sub = curl_mime_addpart(related);
+    curl_mime_data(sub, parts.inline_png.data(), parts.inline_png.size());
+    curl_mime_type(sub, "image/png");
+    curl_mime_encoder(sub, "base64");
+    std::string id = std::string("Content-ID: <") + k_gpu_chart_cid + ">";
+    curl_slist* hdrs = curl_slist_append(nullptr, id.c_str());
+    hdrs = curl_slist_append(hdrs, "Content-Disposition: inline; filename=\"gpus.png\"");
+    curl_mime_headers(sub, hdrs, 1);
+    curl_mime_subparts(part, related);  // the part owns it from here on
+    curl_mime_type(part, "multipart/related");
+  }
 
   part = curl_mime_addpart(mime.get());
   curl_mime_subparts(part, alt);  // the part owns alt from here on

@@ -12,7 +12,7 @@
 // Delivery (smtp.hpp) then uploads those bytes unchanged.
 //
 // Structure: multipart/mixed { multipart/alternative { text/plain, text/html },
-// attachments... }. Header values are sanitised and RFC 2047-encoded here.
+// attachments... } (the HTML in a multipart/related with its chart, when there is one). Header values are sanitised and RFC 2047-encoded here.
 #pragma once
 
 #include <string>
@@ -31,6 +31,9 @@ struct MailParts {
   std::vector<Attachment> attachments;     // only those with attached == true are included
   std::string message_id;                  // without angle brackets; generated when empty
   std::vector<std::string> extra_headers;  // "X-Gpualert-Run: ..." (sanitised here)
+  // A PNG the HTML part shows as cid:k_gpu_chart_cid (notify/gpu_chart.hpp); with it
+  // the HTML part becomes multipart/related { text/html, image/png }.
+  std::string inline_png;
 };
 
 // Builds the curl_mime structure and renders it. Fails only when libcurl fails.

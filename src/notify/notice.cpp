@@ -5,6 +5,7 @@
 
 #include "notify/attachments.hpp"
 #include "notify/content.hpp"
+#include "notify/gpu_chart.hpp"
 #include "notify/log_excerpt.hpp"
 #include "notify/mime.hpp"
 #include "notify/payloads.hpp"
@@ -93,7 +94,12 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
     }
   }
   n.subject = build_subject(r);
-  Bodies bodies = build_bodies(r, ex, attachments, rn.budget_bytes);
+  // The GPUs over the run, when gpualert-gpu kept a timeline (docs/gpu.md).
+  std::string chart;
+  if (auto timeline = util::read_file(rn.run_dir + "/gpus.jsonl"); timeline) {
+    chart = gpu_chart_png(*timeline);
+  }
+  Bodies bodies = build_bodies(r, ex, attachments, rn.budget_bytes, !chart.empty());
 
   MailParts parts;
   parts.from = config.from.empty() ? default_from() : config.from;
@@ -102,6 +108,7 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   parts.text = std::move(bodies.text);
   parts.html = std::move(bodies.html);
   parts.attachments = std::move(attachments);
+  parts.inline_png = std::move(chart);
   parts.extra_headers.push_back("X-Gpualert-Run: " + r.run_dir);
   if (r.verdict) {
     parts.extra_headers.push_back("X-Gpualert-Label: " + r.verdict->label);

@@ -169,6 +169,12 @@ json to_json(const RunReport& r) {
   if (r.cgroup_oom_kills) {
     j["cgroup_oom_kills"] = *r.cgroup_oom_kills;
   }
+  if (r.gpus) {
+    j["gpus"] = *r.gpus;
+  }
+  if (!r.gpu_lines.empty()) {
+    j["gpu_lines"] = r.gpu_lines;
+  }
   // Diagnosis keys are present only once a classifier decided: absent, not invented.
   if (r.verdict) {
     json v = verdict_json(*r.verdict);
@@ -228,6 +234,10 @@ util::Result<RunReport> from_json(const json& j) {
     if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
       r.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
     }
+    if (j.contains("gpus") && j["gpus"].is_array()) {
+      r.gpus = j["gpus"];
+    }
+    get_if(j, "gpu_lines", r.gpu_lines);
     get_if(j, "warnings", r.warnings);
     get_if(j, "state", r.state);
     if (j.contains("reconstructed") && j["reconstructed"].is_string()) {

@@ -44,6 +44,10 @@ struct RunReport {
   std::string state = "final";
   std::optional<std::string> reconstructed;  // why the wrapper did not write it itself
   std::vector<std::string> held_notices;     // outbox entries a provisional report holds back
+  // The job's GPUs as gpualert-gpu saw them (gpu/watch.hpp): one object per GPU
+  // (inventory, peak and last readings, Xids, ECC deltas); absent without NVML.
+  std::optional<nlohmann::json> gpus;
+  std::vector<std::string> gpu_lines;  // its Xids as classifier evidence (HostEvidence)
 };
 
 // Secrets in argv, command, env values, evidence and warnings are masked

@@ -49,7 +49,7 @@ class InstallTest(unittest.TestCase):
                              XDG_CACHE_HOME=os.path.join(self.work, "cache"))
 
     def test_both_programs_side_by_side(self):
-        for name in ("gpualert", "gpualert-notify"):
+        for name in ("gpualert", "gpualert-notify", "gpualert-gpu"):
             path = os.path.join(self.root, "bin", name)
             self.assertTrue(os.access(path, os.X_OK), path)
         # Nothing is written outside DESTDIR's prefix.
