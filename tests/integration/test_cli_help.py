@@ -30,7 +30,7 @@ class HelpTest(unittest.TestCase):
             self.assertNotRegex(p.stdout, r"\b(?:TEXT|INT|UINT|FLOAT)\b", cmd)
             self.assertNotIn("REQUIRED", p.stdout, cmd)
         run = gpualert("run", "--help").stdout
-        self.assertRegex(run, r"--notify always\|failure\|never\b")
+        self.assertRegex(run, r"--notify always\|failure\|failure\+warnings\|never\b")
         self.assertRegex(run, r"--timeout DURATION\b")
         self.assertRegex(run, r"-q,--quiet +no start")  # a flag takes no value
 
