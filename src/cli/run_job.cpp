@@ -355,9 +355,15 @@ RunEnding run_job(const RunOptions& o) {
   // A job that goes on gets the sync thread and the diagnosis thread; one that
   // ends within sopt.helpers_after never does (its output is diagnosed at the end),
   // and its end needs no wake-up between threads (see SuperviseOptions::start_helpers).
-  sopt.start_helpers = [&sink, &feed] {
+  // The journal entry of a run in progress (for a sweep when the wrapper dies with the
+  // job) is made here too: a job over within 50 ms pays nothing for it, and one killed
+  // that soon is still found by a sweep of its log directory.
+  std::string journal;
+  sopt.start_helpers = [&sink, &feed, &journal, &config, &rep, &o] {
     sink.start_syncing();
     feed.start();
+    journal = journal_add(config, rep.run_dir);
+    sweep_journal_in_background(config, journal, o.config_file);
   };
 
   // What Slurm said when it began ending the job, asked once (see below and the end).
@@ -373,7 +379,6 @@ RunEnding run_job(const RunOptions& o) {
   // SIGKILL may end gpualert with it. Keep a provisional report and a notice held
   // back in the outbox (sent by a later flush if gpualert dies; withdrawn if not).
   std::vector<std::string> held;
-  std::string journal;  // this run's entry in the state dir's journal of runs in progress
   // On a thread of its own: asking Slurm (up to 2 s) and queueing the notice (up to
   // the notify timeout) must not stop the loop from draining the job's output and
   // passing signals on during Slurm's grace period, while the job checkpoints.
@@ -410,9 +415,7 @@ RunEnding run_job(const RunOptions& o) {
     result.events.push_back("could not start the job: " + f->message);
     rep.warnings.push_back(f->message);
   } else {
-    journal = journal_add(config, rep.run_dir);
     flush_outbox_in_background(config, o.config_file);
-    sweep_journal_in_background(config, journal, o.config_file);
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
     if (keeper.joinable()) {
       keeper.join();  // bounded: scontrol's and the notifier's own deadlines

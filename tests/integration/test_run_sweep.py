@@ -91,7 +91,8 @@ class Sweep(RunTestCase):
         self.assertEqual(os.listdir(os.path.join(self.state, "running")), [])
 
     def test_a_run_ended_normally_leaves_no_journal_entry(self):
-        p, run_dir = self.run_wrapped([PY, "-c", "print('hi')"])
+        # A job that goes on past 50 ms has an entry while it runs, removed at its end.
+        p, run_dir = self.run_wrapped([PY, "-c", "import time; print('hi'); time.sleep(0.3)"])
         self.assertEqual(p.returncode, 0)
         self.assertEqual(os.listdir(os.path.join(self.state, "running")), [])
         with open(os.path.join(run_dir, "output.log")) as f:
