@@ -272,10 +272,7 @@ int cmd_stats(int argc, char** argv) {
     return 2;
   }
   if (dirs.empty()) {
-    const char* e = std::getenv("GPUALERT_LOG_DIR");
-    dirs.push_back(e != nullptr && *e != '\0'
-                       ? e
-                       : (config->log_dir.empty() ? "gpualert-logs" : config->log_dir));
+    dirs.push_back(notify::log_dir(*config));
   }
   std::vector<std::string> log_dirs;
   for (const auto& d : dirs) {

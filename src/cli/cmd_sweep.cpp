@@ -439,10 +439,7 @@ int cmd_sweep(int argc, char** argv) {
     return 2;
   }
   if (dirs.empty() && !journal_only) {
-    const char* e = std::getenv("GPUALERT_LOG_DIR");
-    dirs.push_back(e != nullptr && *e != '\0'
-                       ? e
-                       : (config->log_dir.empty() ? "gpualert-logs" : config->log_dir));
+    dirs.push_back(notify::log_dir(*config));
   }
   int rc = sweep(dirs, config_file, quiet, journal_only);
   if (!no_flush) {

@@ -101,17 +101,7 @@ std::vector<std::string> config_args(const std::string& config_file,
 
 }  // namespace
 
-std::string notify_helper_path() {
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    return {};
-  }
-  std::string dir(self, static_cast<size_t>(n));
-  dir.resize(dir.rfind('/'));
-  std::string helper = dir + "/" + k_helper_name;
-  return ::access(helper.c_str(), X_OK) == 0 ? helper : std::string();
-}
+std::string notify_helper_path() { return util::sibling_program(k_helper_name); }
 
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,

@@ -240,10 +240,7 @@ RunEnding run_job(const RunOptions& o) {
 
   std::string log_dir = o.log_dir;
   if (log_dir.empty()) {
-    const char* e = std::getenv("GPUALERT_LOG_DIR");
-    log_dir = (e != nullptr && *e != '\0')
-                  ? e
-                  : (config.log_dir.empty() ? "gpualert-logs" : config.log_dir);
+    log_dir = notify::log_dir(config);
   }
   report::HeaderFacts header{rep.name,    rep.argv, rep.cwd, rep.host, rep.user,
                              rep.started, rep.env,  ::getpid(), report::current_boot_id()};

@@ -1,4 +1,5 @@
 #include "gpu/watch.hpp"
+#include "util/fd.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -22,17 +23,7 @@ namespace gpu {
 
 namespace {
 
-std::string helper_path() {
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    return {};
-  }
-  std::string dir(self, static_cast<size_t>(n));
-  dir.resize(dir.rfind('/'));
-  std::string helper = dir + "/" + k_helper_name;
-  return ::access(helper.c_str(), X_OK) == 0 ? helper : std::string();
-}
+std::string helper_path() { return util::sibling_program(k_helper_name); }
 
 }  // namespace
 

@@ -350,6 +350,14 @@ bool has_channel(const Config& c) {
   return !c.smtp_url.empty() || !c.webhook_url.empty() || !c.ntfy_url.empty();
 }
 
+std::string log_dir(const Config& c) {
+  const char* e = std::getenv("GPUALERT_LOG_DIR");
+  if (e != nullptr && *e != '\0') {
+    return e;
+  }
+  return c.log_dir.empty() ? "gpualert-logs" : c.log_dir;
+}
+
 std::string state_dir(const Config& c) {
   if (!c.state_dir.empty()) {
     return c.state_dir;

@@ -58,6 +58,8 @@ util::Status check_recipients(const std::vector<std::string>& to);
 // The state directory after defaults: $GPUALERT_STATE_DIR, $XDG_STATE_HOME/gpualert,
 // ~/.local/state/gpualert.
 std::string state_dir(const Config& c);
+// Where run directories go: $GPUALERT_LOG_DIR, else the file's log_dir, else ./gpualert-logs.
+std::string log_dir(const Config& c);
 std::string outbox_dir(const Config& c);  // <state_dir>/outbox
 std::string sent_dir(const Config& c);    // <state_dir>/sent
 

@@ -1,5 +1,7 @@
 #include "util/fd.hpp"
 
+#include <climits>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -191,6 +193,18 @@ Status make_dirs(const std::string& path, int mode) {
     return Error{"mkdir " + dir + ": exists and is not a directory"};
   }
   return ok_status();
+}
+
+std::string sibling_program(const std::string& name) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    return {};
+  }
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/'));
+  std::string path = dir + "/" + name;
+  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
 }
 
 }  // namespace util

@@ -65,6 +65,10 @@ Status write_file_atomic(const std::string& path, std::string_view data, int mod
 Status fsync_dir(const std::string& dir);
 // mkdir -p with the given mode for created directories.
 Status make_dirs(const std::string& path, int mode = 0755);
+
+// The path of an executable `name` in the directory of this process's own executable
+// (gpualert's helpers are installed beside it), or "" if there is none.
+std::string sibling_program(const std::string& name);
 // A directory only this user can enter, for private files in a shared place
 // (/tmp): made 0700 if missing (its parent must exist); one that exists must be
 // a real directory (not a symlink) owned by the effective uid, and is made 0700.
