@@ -231,7 +231,90 @@ std::string failing_gpu_line(const report::RunReport& r) {
   return line;
 }
 
+// Slurm's --mem in the job's environment ("200M"), or "".
+std::string slurm_mem(const std::map<std::string, std::string>& env) {
+  for (const char* k : {"SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU"}) {
+    if (auto it = env.find(k); it != env.end() && !it->second.empty()) {
+      std::string v = it->second;
+      bool digits = v.find_first_not_of("0123456789") == std::string::npos;
+      return (digits ? v + "M" : v) + (std::string(k) == "SLURM_MEM_PER_NODE" ? ""
+                                       : std::string(k) == "SLURM_MEM_PER_CPU" ? " per CPU"
+                                                                                 : " per GPU");
+    }
+  }
+  return "";
+}
+
+// The value of KEY= in a scheduler line, or "".
+std::string scheduler_value(const std::vector<std::string>& lines, const std::string& key) {
+  for (const auto& l : lines) {
+    size_t at = l.find(" " + key + "=");
+    if (at != std::string::npos) {
+      size_t from = at + key.size() + 2;
+      return l.substr(from, l.find(' ', from) - from);
+    }
+  }
+  return "";
+}
+
+// What the scheduler knows of the job, for the first screen: where it ran, how long
+// against its limit, how much memory it asked for, whether it was requeued.
+std::vector<Fact> scheduler_facts(const report::RunReport& r) {
+  std::vector<Fact> f;
+  auto env = [&](const char* k) {
+    auto it = r.env.find(k);
+    return it == r.env.end() ? std::string() : it->second;
+  };
+  std::string id = scheduler_job_id(r.env);
+  if (id.empty()) {
+    return f;
+  }
+  auto add = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) {
+      f.push_back({k, one_line(v)});
+    }
+  };
+  add("Job", id + (env("SLURM_JOB_NAME").empty() ? "" : " (" + env("SLURM_JOB_NAME") + ")"));
+  add("Partition", env("SLURM_JOB_PARTITION"));
+  add("Nodes", env("SLURM_JOB_NODELIST"));
+  if (!env("SLURM_PROCID").empty() && env("SLURM_NTASKS") != "" && env("SLURM_NTASKS") != "1") {
+    add("Task", env("SLURM_PROCID") + " of " + env("SLURM_NTASKS"));
+  }
+  std::string run_time = scheduler_value(r.scheduler_lines, "RunTime");
+  std::string limit = scheduler_value(r.scheduler_lines, "TimeLimit");
+  if (!run_time.empty() || !limit.empty()) {
+    add("Run time", (run_time.empty() ? "?" : run_time) + " of " +
+                        (limit.empty() ? "?" : limit == "UNLIMITED" ? "no limit" : limit));
+  }
+  add("Memory asked (--mem)", slurm_mem(r.env));
+  if (std::string rc = env("SLURM_RESTART_COUNT"); !rc.empty() && rc != "0") {
+    add("Restarts before this run", rc);
+  }
+  return f;
+}
+
 }  // namespace
+
+std::string first_action(const report::RunReport& r) {
+  if (!r.verdict) {
+    return "";
+  }
+  const auto& v = *r.verdict;
+  // A memory cgroup's OOM kill under Slurm: the limit is the job's own request.
+  if (v.label == "host_oom") {
+    if (std::string mem = slurm_mem(r.env); !mem.empty()) {
+      return "the job's --mem=" + mem + " limit was hit: ask for more memory (or fewer loader "
+             "workers, a smaller prefetch); " + v.action;
+    }
+  }
+  if (v.label == "time_limit") {
+    std::string limit = scheduler_value(r.scheduler_lines, "TimeLimit");
+    if (!limit.empty() && limit != "UNLIMITED") {
+      return "the job reached its " + limit + " time limit: " + v.action;
+    }
+  }
+  return v.action;
+}
 
 std::string ending_phrase(const report::RunReport& r) {
   std::string s;
@@ -343,9 +426,17 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
       t += sure + "\n";
       h += "<p style=\"margin:4px 0;color:#57606a\">" + html_escape(sure) + "</p>";
     }
-    if (!v.action.empty() && v.action != "none") {
-      t += "First action: " + v.action + "\n";
-      h += "<p style=\"margin:4px 0\">First action: <b>" + html_escape(v.action) + "</b></p>";
+    if (std::string action = first_action(r); !action.empty() && action != "none") {
+      t += "First action: " + action + "\n";
+      h += "<p style=\"margin:4px 0\">First action: <b>" + html_escape(action) + "</b></p>";
+    }
+    if (auto sched = scheduler_facts(r); !sched.empty()) {
+      t += "Scheduler:";
+      for (const auto& fact : sched) {
+        t += (&fact == &sched.front() ? " " : "; ") + fact.key + " " + fact.value;
+      }
+      t += "\n";
+      h += html_table(sched);
     }
   }
   if (std::string g = ok ? "" : failing_gpu_line(r); !g.empty()) {

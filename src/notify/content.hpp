@@ -21,6 +21,9 @@ namespace notify {
 // A run succeeded when its verdict says "success", or, with no verdict, when it exited 0.
 
 // "exit 1 after 2h13m", "killed by SIGKILL after 5m02s", "exit 0 after 42s".
+// The verdict's first action, specialised with the facts at hand (the job's --mem for a
+// memory cgroup's OOM kill, its time limit).
+std::string first_action(const report::RunReport& r);
 std::string ending_phrase(const report::RunReport& r);
 
 // "[gpualert] FAILED cuda_oom: llama-ft on gpu-node17 (exit 1 after 2h13m)" or

@@ -96,6 +96,32 @@ TEST(Subject, SaysTheCauseInItsOwnWordsAndWhichJobRankAndArrayMember) {
   EXPECT_EQ(s.find("hf_abcdefghijklmnop"), std::string::npos) << s;  // masked
 }
 
+TEST(Bodies, TheFirstScreenHasTheSchedulersFactsAndAnActionWithThem) {
+  report::RunReport r = failed_run();
+  r.verdict->label = "host_oom";
+  r.verdict->action = "fewer loader workers, smaller prefetch, more host memory";
+  r.env = {{"SLURM_JOB_ID", "4242"},        {"SLURM_JOB_NAME", "pretrain"},
+           {"SLURM_JOB_PARTITION", "gpu"},  {"SLURM_JOB_NODELIST", "node[07-08]"},
+           {"SLURM_MEM_PER_NODE", "200"},   {"SLURM_PROCID", "3"},
+           {"SLURM_NTASKS", "8"},           {"SLURM_RESTART_COUNT", "1"}};
+  r.scheduler_lines = {"scontrol: job 4242 JobState=OUT_OF_MEMORY Reason=OutOfMemory "
+                       "RunTime=01:02:03 TimeLimit=12:00:00"};
+  EXPECT_EQ(first_action(r),
+            "the job's --mem=200M limit was hit: ask for more memory (or fewer loader workers, a "
+            "smaller prefetch); fewer loader workers, smaller prefetch, more host memory");
+  Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(b.text.find("Scheduler: Job 4242 (pretrain); Partition gpu; Nodes node[07-08]; Task 3 "
+                        "of 8; Run time 01:02:03 of 12:00:00; Memory asked (--mem) 200M; Restarts "
+                        "before this run 1\n"),
+            std::string::npos)
+      << b.text;
+  // Before the evidence: on the first screen.
+  EXPECT_LT(b.text.find("Scheduler:"), b.text.find("Run\n"));
+  r.verdict->label = "time_limit";
+  r.verdict->action = "checkpoint more often";
+  EXPECT_EQ(first_action(r), "the job reached its 12:00:00 time limit: checkpoint more often");
+}
+
 TEST(Bodies, HtmlIsEscapedAndSelfContained) {
   report::RunReport r = failed_run();
   r.command = "python train.py --tag '<b>bold</b>'";

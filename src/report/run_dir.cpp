@@ -55,6 +55,9 @@ bool is_relevant(std::string_view key) {
       key == "GPUALERT_NOTIFY_TIMEOUT" || key == "GPUALERT_WEBHOOK_FORMAT") {
     return true;
   }
+  if (key == "SLURM_MEM_PER_NODE" || key == "SLURM_MEM_PER_CPU" || key == "SLURM_MEM_PER_GPU") {
+    return true;  // the job's --mem, named in a host_oom notice
+  }
   return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_RESTART_COUNT" || key == "SLURM_NODELIST" ||
          key == "SLURM_NTASKS" || key == "SLURM_CLUSTER_NAME";
 }
