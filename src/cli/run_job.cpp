@@ -440,6 +440,9 @@ RunEnding run_job(const RunOptions& o) {
   rep.wrapper_timeout = result.wrapper_timeout;
   rep.log_bytes = sink.job_bytes();
   rep.sources = watch.sources();
+  if (rep.env.count("SLURM_JOB_ID") != 0) {
+    rep.cgroup_memory_peak = watch.memory_peak_bytes();  // the job's own cgroup under Slurm
+  }
   gpu::finish(gpus, rep);  // its readings at the end, Xids and ECC counters into the report
   if (sink.first_error()) {
     rep.warnings.push_back("the log is incomplete: " + *sink.first_error() + " (" +

@@ -49,6 +49,9 @@ class EvidenceWatch {
   // The kernel log could be read for the run (empty or not).
   bool kernel_log_read() const { return m_kernel_log_read; }
   const std::map<std::string, std::string>& sources() const { return m_sources; }
+  // The memory cgroup's peak usage in bytes (v1 memory.max_usage_in_bytes, v2
+  // memory.peak), read now; nothing when the counter's cgroup is unknown or has none.
+  std::optional<uint64_t> memory_peak_bytes() const;
 
  private:
   util::UniqueFd m_kmsg;

@@ -287,6 +287,9 @@ std::vector<Fact> scheduler_facts(const report::RunReport& r) {
                         (limit.empty() ? "?" : limit == "UNLIMITED" ? "no limit" : limit));
   }
   add("Memory asked (--mem)", slurm_mem(r.env));
+  if (r.cgroup_memory_peak) {
+    add("Memory peak (its cgroup)", util::human_size(*r.cgroup_memory_peak));
+  }
   if (std::string rc = env("SLURM_RESTART_COUNT"); !rc.empty() && rc != "0") {
     add("Restarts before this run", rc);
   }

@@ -109,10 +109,11 @@ TEST(Bodies, TheFirstScreenHasTheSchedulersFactsAndAnActionWithThem) {
   EXPECT_EQ(first_action(r),
             "the job's --mem=200M limit was hit: ask for more memory (or fewer loader workers, a "
             "smaller prefetch); fewer loader workers, smaller prefetch, more host memory");
+  r.cgroup_memory_peak = 209715200;
   Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
   EXPECT_NE(b.text.find("Scheduler: Job 4242 (pretrain); Partition gpu; Nodes node[07-08]; Task 3 "
-                        "of 8; Run time 01:02:03 of 12:00:00; Memory asked (--mem) 200M; Restarts "
-                        "before this run 1\n"),
+                        "of 8; Run time 01:02:03 of 12:00:00; Memory asked (--mem) 200M; Memory "
+                        "peak (its cgroup) 200.0 MiB; Restarts before this run 1\n"),
             std::string::npos)
       << b.text;
   // Before the evidence: on the first screen.

@@ -145,6 +145,9 @@ json to_json(const RunReport& r) {
       {"warnings", warnings},
       {"state", r.state},
   };
+  if (r.cgroup_memory_peak) {
+    j["cgroup_memory_peak"] = *r.cgroup_memory_peak;
+  }
   if (r.reconstructed) {
     j["reconstructed"] = util::valid_utf8(*r.reconstructed);
   }
@@ -240,6 +243,9 @@ util::Result<RunReport> from_json(const json& j) {
     get_if(j, "gpu_lines", r.gpu_lines);
     get_if(j, "warnings", r.warnings);
     get_if(j, "state", r.state);
+    if (j.contains("cgroup_memory_peak") && j["cgroup_memory_peak"].is_number_unsigned()) {
+      r.cgroup_memory_peak = j["cgroup_memory_peak"].get<uint64_t>();
+    }
     if (j.contains("reconstructed") && j["reconstructed"].is_string()) {
       r.reconstructed = j["reconstructed"].get<std::string>();
     }

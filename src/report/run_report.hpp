@@ -41,6 +41,7 @@ struct RunReport {
   // "final" (the wrapper saw the job end), "provisional" (written while Slurm was
   // ending the job, in case its SIGKILL ended the wrapper too) or "reconstructed"
   // (by `gpualert sweep`, from what a run whose wrapper was gone left behind).
+  std::optional<uint64_t> cgroup_memory_peak;  // bytes, the job's memory cgroup (Slurm jobs)
   std::string state = "final";
   std::optional<std::string> reconstructed;  // why the wrapper did not write it itself
   std::vector<std::string> held_notices;     // outbox entries a provisional report holds back

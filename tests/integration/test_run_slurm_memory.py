@@ -66,6 +66,10 @@ class MemoryLimit:
             with open(runs[0]) as f:
                 report = json.load(f)
             self.assertEqual(report["label"], "host_oom", (state, report))
+            if report["state"] == "final":
+                # gpualert outlived the job in its own cgroup, whose peak it read: near --mem.
+                self.assertGreater(report.get("cgroup_memory_peak", 0), 100 << 20, report)
+                self.assertLessEqual(report["cgroup_memory_peak"], 210 << 20, report)
             with open(os.path.join(os.path.dirname(runs[0]), "output.log")) as f:
                 self.assertIn("allocated", f.read())
             metas = glob.glob(os.path.join(d, "state", "outbox", "new", "*.meta"))
