@@ -3,8 +3,8 @@
 // The copy loop push()es each chunk it read from the job's pipe into a bounded
 // ring in memory; the consumer (the streaming classifier) takes it from there, on
 // a thread of its own once start() was called (at idle CPU priority once it was
-// over half the ring behind), else in finish() on the caller's thread. Nothing is read back from the log file, so
-// what the job printed is diagnosed even when the disk refused it. push() never
+// over half the ring behind), else in finish() on the caller's thread. Nothing is read back from
+// the log file, so what the job printed is diagnosed even when the disk refused it. push() never
 // waits for the consumer: when the ring is full (a job printing faster than the
 // rules read), the oldest unread bytes are dropped up to a line end and handed to
 // the Skipper instead (with their line count), so the end of the output, where a

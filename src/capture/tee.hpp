@@ -56,7 +56,7 @@ struct Stream {
   uint64_t unshown = 0;  // dropped because the ring was full
   // When the terminal last took bytes, or its ring began to fill.
   std::chrono::steady_clock::time_point progress;
-  int origin = -1;       // the fd the terminal side came from (1 or 2)
+  int origin = -1;  // the fd the terminal side came from (1 or 2)
 };
 
 // Whether fds a and b are the same open file (`> out 2>&1`, or both the same

@@ -56,7 +56,7 @@ TEST(Tee, AStalledTerminalHoldsBackNeitherTheLogNorTheCopy) {
   capture::LogSink sink(util::UniqueFd(::open(log.path.c_str(), O_WRONLY)), log.path, 0,
                         std::chrono::seconds(10));
   capture::Tee tee(sink, nullptr, std::chrono::milliseconds(0));  // stalled at once
-  Pipe job;     // the job's stdout
+  Pipe job;                                                       // the job's stdout
   Pipe reader;  // our "terminal": nobody reads its read end
   // Blocking, as a terminal fd handed to us usually is: the Tee must not block on it.
   ::fcntl(reader.w.get(), F_SETFL, ::fcntl(reader.w.get(), F_GETFL) & ~O_NONBLOCK);

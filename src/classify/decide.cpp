@@ -93,7 +93,8 @@ std::string confidence_of(const Rule* rule, const Verdict& v, const ExitInfo& ex
       return "certain: the job's own memory cgroup counted an OOM kill";
     }
     if (rule->host_unread) {
-      return "likely: " + exit_text(exit) + " with no host source readable (kernel log, memory cgroup)";
+      return "likely: " + exit_text(exit) +
+             " with no host source readable (kernel log, memory cgroup)";
     }
     return "likely: from the " + exit_text(exit) + " alone";
   }

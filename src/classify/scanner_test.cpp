@@ -523,13 +523,14 @@ TEST(Status, ALoaderWorkerKilledIsJudgedAsABareSigkill) {
   // The loader says its worker died of SIGKILL, not who sent it: the same host facts
   // decide as for the job's own SIGKILL (issue: read host_oom with the kernel log read
   // and the cgroup counter at 0).
-  const std::string log = std::string(k_training) +
-                          "Traceback (most recent call last):\n"
-                          "  File \"queue.py\", line 180, in get\n"
-                          "_queue.Empty\n"
-                          "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n"
-                          "The above exception was the direct cause of the following exception:\n"
-                          "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n";
+  const std::string log =
+      std::string(k_training) +
+      "Traceback (most recent call last):\n"
+      "  File \"queue.py\", line 180, in get\n"
+      "_queue.Empty\n"
+      "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n"
+      "The above exception was the direct cause of the following exception:\n"
+      "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n";
   // Nothing on the host could be asked: the OOM killer is the likeliest sender.
   auto v = classify_text(log, exit_code(1));
   EXPECT_EQ(v.label, "host_oom");
@@ -680,8 +681,8 @@ TEST(Caveats, ASuccessThatLoggedNanLossesSaysSo) {
 }
 
 TEST(Unknown, StillPointsAtTheFirstErrorLookingLine) {
-  auto v = classify_text("step 1\nstep 2\nrank 3: connection refused by peer\nstep 3\nfailed again\n",
-                         exit_code(7));
+  auto v = classify_text(
+      "step 1\nstep 2\nrank 3: connection refused by peer\nstep 3\nfailed again\n", exit_code(7));
   EXPECT_EQ(v.label, "unknown");
   ASSERT_EQ(v.evidence.size(), 2u);
   EXPECT_EQ(v.evidence[1].line, 3u);

@@ -34,8 +34,8 @@ nlohmann::json verdict_json(const classify::Verdict& v) {
   for (const auto& e : v.evidence) {
     evidence.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
   }
-  return {{"label", v.label},       {"rule", v.rule},     {"group", v.group},
-          {"evidence", evidence},   {"action", v.action}, {"fields", v.fields},
+  return {{"label", v.label},          {"rule", v.rule},     {"group", v.group},
+          {"evidence", evidence},      {"action", v.action}, {"fields", v.fields},
           {"confidence", v.confidence}};
 }
 

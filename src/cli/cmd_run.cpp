@@ -69,7 +69,9 @@ int cmd_run(int argc, char** argv) {
   app.formatter(formatter);
   RunOptions o;
   std::string timeout, kill_after = "30s", budget, notify_timeout;
-  app.add_option("--name", o.name, "job name shown in reports (default: $SLURM_JOB_NAME, else the command's basename)");
+  app.add_option(
+      "--name", o.name,
+      "job name shown in reports (default: $SLURM_JOB_NAME, else the command's basename)");
   app.add_option("--log-dir", o.log_dir,
                  "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)")
       ->option_text("DIR");
@@ -79,7 +81,8 @@ int cmd_run(int argc, char** argv) {
       ->option_text("GLOB ...");
   app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
       ->check(size_validator());
-  app.add_option("--notify", o.notify_when, "when to notify; failure+warnings: also a success with caveats (default always)")
+  app.add_option("--notify", o.notify_when,
+                 "when to notify; failure+warnings: also a success with caveats (default always)")
       ->check(CLI::IsMember({"always", "failure", "failure+warnings", "never"}));
   app.add_option("--timeout", timeout,
                  "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
@@ -103,7 +106,8 @@ int cmd_run(int argc, char** argv) {
   app.footer(
       "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL,\n"
       "GPUALERT_SMTP_USER, GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_SMTP_CA_FILE,\n"
-      "GPUALERT_WEBHOOK_URL, GPUALERT_WEBHOOK_FORMAT, GPUALERT_NTFY_URL, GPUALERT_STATE_DIR, GPUALERT_CONFIG,\n"
+      "GPUALERT_WEBHOOK_URL, GPUALERT_WEBHOOK_FORMAT, GPUALERT_NTFY_URL, GPUALERT_STATE_DIR, "
+      "GPUALERT_CONFIG,\n"
       "GPUALERT_NOTIFY_TIMEOUT (see gpualert.toml(5)).\n"
       "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
   // Everything after the first "--" is the command, untouched (it may hold

@@ -9,22 +9,22 @@
 // "reconstructed" (with why) is written and notified, replacing any notice that a
 // provisional report held back. Safe to run concurrently: the lock taken stays held
 // while a run is reported.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <dirent.h>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
-#include <climits>
 #include <memory>
 #include <set>
 
@@ -50,9 +50,9 @@ namespace cli {
 
 namespace {
 
-constexpr const char* k_final_states[] = {"COMPLETED", "CANCELLED", "FAILED",  "TIMEOUT",
-                                          "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-                                          "BOOT_FAIL", "DEADLINE"};
+constexpr const char* k_final_states[] = {"COMPLETED",     "CANCELLED", "FAILED",
+                                          "TIMEOUT",       "NODE_FAIL", "PREEMPTED",
+                                          "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"};
 
 bool is_final_state(const std::string& state) {
   for (const char* s : k_final_states) {
@@ -224,8 +224,9 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
         "gpualert: the host rebooted during the run (boot id changed); gpualert's wrapper (pid " +
         std::to_string(h.pid) + ") did not survive it");
   } else {
-    why += " was killed before the job's end was seen (with the job: Slurm's end of a step under "
-           "cgroup tracking, a memory limit, KillWait's SIGKILL; or on its own)";
+    why +=
+        " was killed before the job's end was seen (with the job: Slurm's end of a step under "
+        "cgroup tracking, a memory limit, KillWait's SIGKILL; or on its own)";
     if (job && is_final_state(job->state)) {
       exit_from_slurm(job->exit_code, exit);
     }
@@ -246,8 +247,8 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   }
   host_ev.gpu_lines = rep.gpu_lines;
   rep.exit_code = exit.exit_code;
-  rep.signal = exit.signal ? std::optional<std::string>(supervise::signal_name(*exit.signal))
-                           : std::nullopt;
+  rep.signal =
+      exit.signal ? std::optional<std::string>(supervise::signal_name(*exit.signal)) : std::nullopt;
   rep.core_dumped = core;
   rep.scheduler_lines = host_ev.scheduler_lines;
   rep.reconstructed = why;
@@ -281,8 +282,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
                          (facts->status ? "its footer" : (job ? "Slurm" : "nothing")) + " said");
   std::vector<std::string> held = rep.held_notices;
   rep.held_notices.clear();
-  if (auto s = util::write_file_atomic(report_path, report::to_text(rep), 0644);
-      !s) {
+  if (auto s = util::write_file_atomic(report_path, report::to_text(rep), 0644); !s) {
     message = "write " + report_path + ": " + s.error();
     return Outcome::failed;
   }

@@ -17,9 +17,11 @@ int cmd_rules(int argc, char** argv);        // cmd_rules.cpp
 int cmd_outbox(int argc, char** argv);       // cmd_outbox.cpp
 int cmd_test_notify(int argc, char** argv);  // cmd_test_notify.cpp
 int cmd_notify(int argc, char** argv);
-int cmd_sweep(int argc, char** argv);        // cmd_sweep.cpp: report runs whose wrapper is gone
-int cmd_stats(int argc, char** argv);        // cmd_stats.cpp: labels across many run dirs
-int cmd_outbox_flush(int argc, char** argv); // cmd_sweep.cpp: the journal's lost runs, then the outbox       // cmd_notify.cpp: (re)send the notice of a run dir
+int cmd_sweep(int argc, char** argv);  // cmd_sweep.cpp: report runs whose wrapper is gone
+int cmd_stats(int argc, char** argv);  // cmd_stats.cpp: labels across many run dirs
+int cmd_outbox_flush(int argc,
+                     char** argv);  // cmd_sweep.cpp: the journal's lost runs, then the outbox //
+                                    // cmd_notify.cpp: (re)send the notice of a run dir
 
 struct Command {
   std::string_view name;

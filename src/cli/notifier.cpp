@@ -29,8 +29,8 @@ constexpr const char* k_helper_name = "gpualert-notify";
 
 // posix_spawn with stdout to `out_fd` (or /dev/null), stdin/stderr to /dev/null,
 // default signal dispositions and an empty mask; `detach` puts it in its own session.
-pid_t spawn_program(const std::string& path, const char* name,
-                    const std::vector<std::string>& args, int out_fd, bool detach) {
+pid_t spawn_program(const std::string& path, const char* name, const std::vector<std::string>& args,
+                    int out_fd, bool detach) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(name));
   for (const auto& a : args) {
@@ -229,8 +229,8 @@ void flush_outbox_now(const notify::Config& config, const std::string& config_fi
   if (pid > 0) {
     // The flush keeps its own delivery deadline per message; this bounds the whole of it.
     int status = 0;
-    auto deadline = std::chrono::steady_clock::now() + config.notify_timeout * 4 +
-                    std::chrono::seconds(5);
+    auto deadline =
+        std::chrono::steady_clock::now() + config.notify_timeout * 4 + std::chrono::seconds(5);
     while (::waitpid(pid, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         ::kill(pid, SIGKILL);

@@ -242,8 +242,9 @@ RunEnding run_job(const RunOptions& o) {
   if (log_dir.empty()) {
     log_dir = notify::log_dir(config);
   }
-  report::HeaderFacts header{rep.name,    rep.argv, rep.cwd, rep.host, rep.user,
-                             rep.started, rep.env,  ::getpid(), report::current_boot_id()};
+  report::HeaderFacts header{rep.name, rep.argv,   rep.cwd,
+                             rep.host, rep.user,   rep.started,
+                             rep.env,  ::getpid(), report::current_boot_id()};
   std::vector<std::string> refused;
   report::RunDirRequest req{log_dir, {}, rep.name, rep.host, start_t};
   // The private fallbacks are looked at only when the log directory fails.

@@ -75,11 +75,11 @@ void note_requeue(classify::Verdict& verdict, const std::vector<std::string>& sc
   for (const auto& line : scheduler_lines) {
     if (auto run = host::requeued_run(line)) {
       verdict.fields["requeued_run"] = std::to_string(*run);
-      verdict.action = "requeued: this was run " + std::to_string(*run) +
-                       " of the job, and Slurm will start it again by itself (don't resubmit: it "
-                       "would run twice); make sure it resumes from its last checkpoint" +
-                       (verdict.label == "node_failure" ? "; tell the admins which node failed"
-                                                        : "");
+      verdict.action =
+          "requeued: this was run " + std::to_string(*run) +
+          " of the job, and Slurm will start it again by itself (don't resubmit: it "
+          "would run twice); make sure it resumes from its last checkpoint" +
+          (verdict.label == "node_failure" ? "; tell the admins which node failed" : "");
       return;
     }
   }

@@ -117,10 +117,10 @@ std::string load(Nvml& n) {
   sym(n.lib, n.event_wait, "nvmlEventSetWait_v2");
   sym(n.lib, n.event_set_free, "nvmlEventSetFree");
   sym(n.lib, n.processes, "nvmlDeviceGetComputeRunningProcesses_v3");
-  if (n.init == nullptr || n.count == nullptr || n.by_index == nullptr ||
-      n.memory == nullptr) {
-    return path + " lacks nvmlInit_v2, nvmlDeviceGetCount_v2, "
-                  "nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetMemoryInfo";
+  if (n.init == nullptr || n.count == nullptr || n.by_index == nullptr || n.memory == nullptr) {
+    return path +
+           " lacks nvmlInit_v2, nvmlDeviceGetCount_v2, "
+           "nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetMemoryInfo";
   }
   return "";
 }
@@ -141,8 +141,7 @@ struct Gpu {
 };
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string iso_now() {
@@ -494,8 +493,11 @@ int main(int argc, char** argv) {
           std::lock_guard<std::mutex> lock(mu);
           for (auto& g : gpus) {
             if (g.dev == e.device) {
-              json x = {{"type", "xid"},      {"t", now_s() - t0}, {"at", iso_now()},
-                        {"uuid", g.info["uuid"]}, {"pci", g.info.value("pci", "")},
+              json x = {{"type", "xid"},
+                        {"t", now_s() - t0},
+                        {"at", iso_now()},
+                        {"uuid", g.info["uuid"]},
+                        {"pci", g.info.value("pci", "")},
                         {"xid", e.eventData}};
               g.xids.push_back({{"xid", e.eventData}, {"at", iso_now()}});
               timeline.event(x);
@@ -525,8 +527,8 @@ int main(int argc, char** argv) {
         std::lock_guard<std::mutex> lock(mu);
         g.lost = true;
         g.lost_at = iso_now();
-        timeline.event({{"type", "lost"}, {"t", age}, {"uuid", g.info["uuid"]},
-                        {"error", n.err(r)}});
+        timeline.event(
+            {{"type", "lost"}, {"t", age}, {"uuid", g.info["uuid"]}, {"error", n.err(r)}});
         continue;
       }
       if (r == NVML_SUCCESS) {

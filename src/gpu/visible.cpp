@@ -68,8 +68,8 @@ Selection job_gpus(const std::map<std::string, std::string>& env) {
     slurm = get(slurm_name);
   }
   Selection sel;
-  for (auto [name, v] : {std::pair{"CUDA_VISIBLE_DEVICES", cuda},
-                         std::pair{"NVIDIA_VISIBLE_DEVICES", nvidia}}) {
+  for (auto [name, v] :
+       {std::pair{"CUDA_VISIBLE_DEVICES", cuda}, std::pair{"NVIDIA_VISIBLE_DEVICES", nvidia}}) {
     if (v != nullptr) {
       auto s = parse(*v);
       if (has_uuid(s)) {

@@ -1,5 +1,4 @@
 #include "gpu/watch.hpp"
-#include "util/fd.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +15,8 @@
 #include <fstream>
 #include <thread>
 #include <vector>
+
+#include "util/fd.hpp"
 
 extern char** environ;
 
@@ -46,10 +47,14 @@ Watch start(const std::string& run_dir, pid_t job_pid, unsigned interval_s) {
     w.unavailable = std::string(k_helper_name) + " is not installed beside gpualert";
     return w;
   }
-  std::vector<std::string> args = {k_helper_name,         "--run-dir",
-                                   run_dir,               "--interval",
-                                   std::to_string(interval_s), "--parent",
-                                   std::to_string(::getpid()), "--job-pid",
+  std::vector<std::string> args = {k_helper_name,
+                                   "--run-dir",
+                                   run_dir,
+                                   "--interval",
+                                   std::to_string(interval_s),
+                                   "--parent",
+                                   std::to_string(::getpid()),
+                                   "--job-pid",
                                    std::to_string(job_pid)};
   std::vector<char*> argv;
   for (auto& a : args) {
@@ -77,8 +82,8 @@ Watch start(const std::string& run_dir, pid_t job_pid, unsigned interval_s) {
   posix_spawnattr_setsigdefault(&attr, &all);
   // Its own session: the terminal's Ctrl-C and job control are the job's business,
   // the helper ends when `run` says so or when `run` is gone.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSID);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
   int rc = posix_spawn(&w.pid, helper.c_str(), &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);

@@ -11,10 +11,10 @@ TEST(XidLines, WordedAsTheKernelWordsThemWithItsPciForm) {
     {"uuid": "GPU-b", "pci": "00000000:3B:00.0", "xids": []},
     {"uuid": "GPU-c", "xids": [{"xid": "not a number"}]}
   ])");
-  EXPECT_EQ(gpu::xid_lines(rep),
-            (std::vector<std::string>{
-                "NVRM: Xid (PCI:0000:19:00): 79, reported by NVML for GPU-a",
-                "NVRM: Xid (PCI:0000:19:00): 48, reported by NVML for GPU-a"}));
+  EXPECT_EQ(
+      gpu::xid_lines(rep),
+      (std::vector<std::string>{"NVRM: Xid (PCI:0000:19:00): 79, reported by NVML for GPU-a",
+                                "NVRM: Xid (PCI:0000:19:00): 48, reported by NVML for GPU-a"}));
 }
 
 TEST(XidLines, NothingWithoutGpuFacts) {

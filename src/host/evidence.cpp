@@ -151,15 +151,15 @@ std::optional<uint64_t> EvidenceWatch::memory_peak_bytes() const {
     return std::nullopt;
   }
   std::string dir = m_oom_counter_path.substr(0, m_oom_counter_path.rfind('/'));
-  const bool v1 = m_oom_counter_path.size() >= 18 &&
-                  m_oom_counter_path.compare(m_oom_counter_path.size() - 18, 18,
-                                             "memory.oom_control") == 0;
+  const bool v1 =
+      m_oom_counter_path.size() >= 18 &&
+      m_oom_counter_path.compare(m_oom_counter_path.size() - 18, 18, "memory.oom_control") == 0;
   auto text = util::read_file(dir + (v1 ? "/memory.max_usage_in_bytes" : "/memory.peak"));
   if (!text) {
     return std::nullopt;
   }
-  auto n = util::whole_number(util::trim_blanks(
-      std::string_view(*text).substr(0, text->find('\n'))));
+  auto n =
+      util::whole_number(util::trim_blanks(std::string_view(*text).substr(0, text->find('\n'))));
   return n ? std::optional<uint64_t>(*n) : std::nullopt;
 }
 

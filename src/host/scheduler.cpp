@@ -227,8 +227,8 @@ std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_a
   }
   lines.insert(lines.end(), said.begin(), said.end());
   if (job.restarts > restart_count_at_start) {
-    lines.push_back("scontrol: job " + job.id + " was requeued (Restarts=" +
-                    std::to_string(job.restarts) + "): this was run " +
+    lines.push_back("scontrol: job " + job.id +
+                    " was requeued (Restarts=" + std::to_string(job.restarts) + "): this was run " +
                     std::to_string(restart_count_at_start + 1) + " of it, and it will run again");
   }
   return lines;
@@ -236,7 +236,8 @@ std::vector<std::string> slurm_evidence(const SlurmJob& job, int restart_count_a
 
 std::optional<int> requeued_run(std::string_view line) {
   constexpr std::string_view k_mark = "): this was run ";
-  if (line.rfind("scontrol: job ", 0) != 0 || line.find(" was requeued (") == std::string_view::npos) {
+  if (line.rfind("scontrol: job ", 0) != 0 ||
+      line.find(" was requeued (") == std::string_view::npos) {
     return std::nullopt;
   }
   size_t at = line.find(k_mark);

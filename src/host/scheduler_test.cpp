@@ -55,12 +55,13 @@ TEST(SlurmState, TheBannerOfThisJobIsTakenFromItsOutputFile) {
   char tmpl[] = "/tmp/gpualert-banner-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
   std::string out = dir + "/slurm-7.out";
-  std::ofstream(out) << "step 1\n"
-                        "slurmstepd: error: *** JOB 17 ON n1 CANCELLED AT 2026-01-01T00:00:00 ***\n"
-                        "step 2\n"
-                        "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-01T21:58:14 DUE "
-                        "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n"
-                        "got signal 15\n";
+  std::ofstream(out)
+      << "step 1\n"
+         "slurmstepd: error: *** JOB 17 ON n1 CANCELLED AT 2026-01-01T00:00:00 ***\n"
+         "step 2\n"
+         "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-01T21:58:14 DUE "
+         "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n"
+         "got signal 15\n";
   EXPECT_EQ(host::slurmstepd_banner(out, "7"),
             "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-01T21:58:14 DUE TO NODE "
             "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***");
@@ -73,8 +74,9 @@ TEST(SlurmState, TheBannerOfThisJobIsTakenFromItsOutputFile) {
   auto lines = host::slurm_evidence(job, 0, out);  // no StdErr from scontrol: our own stderr
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("DUE TO NODE FAILURE"), std::string::npos);
-  EXPECT_EQ(lines[2], "scontrol: job 7 was requeued (Restarts=1): this was run 1 of it, and it "
-                      "will run again");
+  EXPECT_EQ(lines[2],
+            "scontrol: job 7 was requeued (Restarts=1): this was run 1 of it, and it "
+            "will run again");
   EXPECT_EQ(host::requeued_run(lines[2]), 1);
   EXPECT_FALSE(host::requeued_run(lines[0]));
   // Run 2 of a job that had been requeued once before, and not again: no requeue line.

@@ -72,8 +72,8 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     }
     if (key == "notify" && v != "always" && v != "failure" && v != "failure+warnings" &&
         v != "never") {
-      return bad("expected \"always\", \"failure\", \"failure+warnings\" or \"never\", got \"" +
-                 v + "\"");
+      return bad("expected \"always\", \"failure\", \"failure+warnings\" or \"never\", got \"" + v +
+                 "\"");
     }
     (key == "notify" ? c.notify_when : c.webhook_format) = v;
     return util::ok_status();
@@ -124,8 +124,7 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     return util::ok_status();
   }
   if (key == "gpu_sample_seconds") {
-    if (!node.is_integer() || node.as_integer()->get() < 0 ||
-        node.as_integer()->get() >= 86400) {
+    if (!node.is_integer() || node.as_integer()->get() < 0 || node.as_integer()->get() >= 86400) {
       return bad("expected an integer number of seconds, 0 (off) to 86399");
     }
     c.gpu_sample_seconds = static_cast<unsigned>(node.as_integer()->get());

@@ -115,7 +115,6 @@ std::string html_table(const std::vector<Fact>& facts) {
   return h + "</table>";
 }
 
-
 // The job's GPUs as gpualert-gpu saw them (report.json "gpus"): one row each,
 // and the GPU the failure names (the verdict's `gpu` field, a CUDA index, else
 // the fullest one) for the first screen.
@@ -237,9 +236,9 @@ std::string slurm_mem(const std::map<std::string, std::string>& env) {
     if (auto it = env.find(k); it != env.end() && !it->second.empty()) {
       std::string v = it->second;
       bool digits = v.find_first_not_of("0123456789") == std::string::npos;
-      return (digits ? v + "M" : v) + (std::string(k) == "SLURM_MEM_PER_NODE" ? ""
+      return (digits ? v + "M" : v) + (std::string(k) == "SLURM_MEM_PER_NODE"  ? ""
                                        : std::string(k) == "SLURM_MEM_PER_CPU" ? " per CPU"
-                                                                                 : " per GPU");
+                                                                               : " per GPU");
     }
   }
   return "";
@@ -284,7 +283,9 @@ std::vector<Fact> scheduler_facts(const report::RunReport& r) {
   std::string limit = scheduler_value(r.scheduler_lines, "TimeLimit");
   if (!run_time.empty() || !limit.empty()) {
     add("Run time", (run_time.empty() ? "?" : run_time) + " of " +
-                        (limit.empty() ? "?" : limit == "UNLIMITED" ? "no limit" : limit));
+                        (limit.empty()          ? "?"
+                         : limit == "UNLIMITED" ? "no limit"
+                                                : limit));
   }
   add("Memory asked (--mem)", slurm_mem(r.env));
   if (r.cgroup_memory_peak) {
@@ -306,8 +307,10 @@ std::string first_action(const report::RunReport& r) {
   // A memory cgroup's OOM kill under Slurm: the limit is the job's own request.
   if (v.label == "host_oom") {
     if (std::string mem = slurm_mem(r.env); !mem.empty()) {
-      return "the job's --mem=" + mem + " limit was hit: ask for more memory (or fewer loader "
-             "workers, a smaller prefetch); " + v.action;
+      return "the job's --mem=" + mem +
+             " limit was hit: ask for more memory (or fewer loader "
+             "workers, a smaller prefetch); " +
+             v.action;
     }
   }
   if (v.label == "time_limit") {
@@ -352,8 +355,7 @@ std::string decisive_line(const report::RunReport& r) {
     return "";
   }
   for (const auto& e : r.verdict->evidence) {
-    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler" ||
-        e.source == "gpu") {
+    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler" || e.source == "gpu") {
       std::string text = mask_secrets(clean_log_line(std::string(util::trim_blanks(e.text))));
       if (text.size() > 90) {
         size_t cut = 87;
@@ -482,11 +484,12 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   }
 
   if (auto rows = gpu_rows(r); !rows.empty()) {
-    const std::vector<std::string> head = {"GPU", "Name", "PCI", "Memory", "Peak used",
-                                           "Last used", "Last util", "Xids",
-                                           "ECC uncorrected (+)"};
+    const std::vector<std::string> head = {"GPU",       "Name",      "PCI",
+                                           "Memory",    "Peak used", "Last used",
+                                           "Last util", "Xids",      "ECC uncorrected (+)"};
     t += "\nGPUs\n";
-    h += "<h2 style=\"" + std::string(k_h2) + "\">GPUs</h2><table style=\"border-collapse:collapse\"><tr>";
+    h += "<h2 style=\"" + std::string(k_h2) +
+         "\">GPUs</h2><table style=\"border-collapse:collapse\"><tr>";
     for (const auto& c : head) {
       h += "<th style=\"" + std::string(k_td) + ";text-align:left\">" + html_escape(c) + "</th>";
     }
@@ -503,10 +506,11 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
     }
     h += "</table>";
     if (gpu_chart) {
-      h += std::string("<p style=\"margin:6px 0 0 0\"><img src=\"cid:") + k_gpu_chart_cid +
-           "\" width=\"640\" height=\"160\" alt=\"GPU memory and utilisation over the run\"></p>"
-           "<div style=\"font-size:12px;color:#57606a\">Memory used of each GPU's total (solid) and "
-           "utilisation (light), 0-100 %, from the start to the job's end (red line).</div>";
+      h +=
+          std::string("<p style=\"margin:6px 0 0 0\"><img src=\"cid:") + k_gpu_chart_cid +
+          "\" width=\"640\" height=\"160\" alt=\"GPU memory and utilisation over the run\"></p>"
+          "<div style=\"font-size:12px;color:#57606a\">Memory used of each GPU's total (solid) and "
+          "utilisation (light), 0-100 %, from the start to the job's end (red line).</div>";
     }
   }
 

@@ -88,7 +88,9 @@ TEST(Subject, SaysTheCauseInItsOwnWordsAndWhichJobRankAndArrayMember) {
             "[gpualert] FAILED cuda_oom: torch.OutOfMemoryError: CUDA out of memory. Tried to "
             "allocate 2.00 GiB. GPU 3 has a tot... | job 4242 llama-ft rank 3 "
             "on gpu-node17 (exit 1 after 2h13m)");
-  r.env = {{"SLURM_JOB_ID", "4243"}, {"SLURM_ARRAY_JOB_ID", "4240"}, {"SLURM_ARRAY_TASK_ID", "3"},
+  r.env = {{"SLURM_JOB_ID", "4243"},
+           {"SLURM_ARRAY_JOB_ID", "4240"},
+           {"SLURM_ARRAY_TASK_ID", "3"},
            {"SLURM_PROCID", "0"}};
   r.verdict->evidence[1].text = "KeyError: 'api_key=hf_abcdefghijklmnopqrstuvwxyz0123'";
   std::string s = build_subject(r);
@@ -100,12 +102,13 @@ TEST(Bodies, TheFirstScreenHasTheSchedulersFactsAndAnActionWithThem) {
   report::RunReport r = failed_run();
   r.verdict->label = "host_oom";
   r.verdict->action = "fewer loader workers, smaller prefetch, more host memory";
-  r.env = {{"SLURM_JOB_ID", "4242"},        {"SLURM_JOB_NAME", "pretrain"},
-           {"SLURM_JOB_PARTITION", "gpu"},  {"SLURM_JOB_NODELIST", "node[07-08]"},
-           {"SLURM_MEM_PER_NODE", "200"},   {"SLURM_PROCID", "3"},
-           {"SLURM_NTASKS", "8"},           {"SLURM_RESTART_COUNT", "1"}};
-  r.scheduler_lines = {"scontrol: job 4242 JobState=OUT_OF_MEMORY Reason=OutOfMemory "
-                       "RunTime=01:02:03 TimeLimit=12:00:00"};
+  r.env = {{"SLURM_JOB_ID", "4242"},       {"SLURM_JOB_NAME", "pretrain"},
+           {"SLURM_JOB_PARTITION", "gpu"}, {"SLURM_JOB_NODELIST", "node[07-08]"},
+           {"SLURM_MEM_PER_NODE", "200"},  {"SLURM_PROCID", "3"},
+           {"SLURM_NTASKS", "8"},          {"SLURM_RESTART_COUNT", "1"}};
+  r.scheduler_lines = {
+      "scontrol: job 4242 JobState=OUT_OF_MEMORY Reason=OutOfMemory "
+      "RunTime=01:02:03 TimeLimit=12:00:00"};
   EXPECT_EQ(first_action(r),
             "the job's --mem=200M limit was hit: ask for more memory (or fewer loader workers, a "
             "smaller prefetch); fewer loader workers, smaller prefetch, more host memory");

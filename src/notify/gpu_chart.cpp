@@ -81,7 +81,7 @@ struct Point {
 }  // namespace
 
 std::string gpu_chart_png(const std::string& gpus_jsonl) {
-  std::map<std::string, double> total;             // uuid -> memory total
+  std::map<std::string, double> total;              // uuid -> memory total
   std::map<std::string, std::vector<Point>> lines;  // uuid -> readings while the job ran
   std::vector<std::string> order;
   double end_t = 0;

@@ -44,8 +44,9 @@ Image decode(const std::string& png) {
   }
   std::vector<uint8_t> raw(size_t(img.h) * (img.w * 3 + 1));
   uLongf n = uLongf(raw.size());
-  EXPECT_EQ(uncompress(raw.data(), &n, reinterpret_cast<const Bytef*>(idat.data()), uLong(idat.size())),
-            Z_OK);
+  EXPECT_EQ(
+      uncompress(raw.data(), &n, reinterpret_cast<const Bytef*>(idat.data()), uLong(idat.size())),
+      Z_OK);
   for (uint32_t y = 0; y < img.h; ++y) {
     EXPECT_EQ(raw[size_t(y) * (img.w * 3 + 1)], 0);  // filter byte
     img.rgb.insert(img.rgb.end(), raw.begin() + size_t(y) * (img.w * 3 + 1) + 1,
@@ -54,18 +55,17 @@ Image decode(const std::string& png) {
   return img;
 }
 
-const std::string k_inventory =
-    R"({"type":"inventory","uuid":"GPU-a","memory_total":1000})"
-    "\n";
+const std::string k_inventory = R"({"type":"inventory","uuid":"GPU-a","memory_total":1000})"
+                                "\n";
 
 TEST(GpuChart, MemoryLineAndTheEndMarked) {
-  std::string jsonl = k_inventory +
-                      R"({"type":"sample","t":0,"uuid":"GPU-a","memory_used":500,"utilization":100})"
-                      "\n"
-                      R"({"type":"sample","t":10,"uuid":"GPU-a","memory_used":500,"utilization":100})"
-                      "\n"
-                      R"({"type":"sample","t":12,"uuid":"GPU-a","memory_used":0,"after_end":true})"
-                      "\n";
+  std::string jsonl =
+      k_inventory + R"({"type":"sample","t":0,"uuid":"GPU-a","memory_used":500,"utilization":100})"
+                    "\n"
+                    R"({"type":"sample","t":10,"uuid":"GPU-a","memory_used":500,"utilization":100})"
+                    "\n"
+                    R"({"type":"sample","t":12,"uuid":"GPU-a","memory_used":0,"after_end":true})"
+                    "\n";
   Image img = decode(notify::gpu_chart_png(jsonl));
   ASSERT_EQ(img.w, 640u);
   ASSERT_EQ(img.h, 160u);

@@ -1,7 +1,5 @@
 #include "notify/mime.hpp"
 
-#include "notify/gpu_chart.hpp"
-
 #include <curl/curl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "notify/gpu_chart.hpp"
 #include "notify/text_filters.hpp"
 #include "util/fd.hpp"
 #include "util/text.hpp"

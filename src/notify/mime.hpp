@@ -12,7 +12,8 @@
 // Delivery (smtp.hpp) then uploads those bytes unchanged.
 //
 // Structure: multipart/mixed { multipart/alternative { text/plain, text/html },
-// attachments... } (the HTML in a multipart/related with its chart, when there is one). Header values are sanitised and RFC 2047-encoded here.
+// attachments... } (the HTML in a multipart/related with its chart, when there is one). Header
+// values are sanitised and RFC 2047-encoded here.
 #pragma once
 
 #include <string>

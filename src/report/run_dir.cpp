@@ -58,8 +58,8 @@ bool is_relevant(std::string_view key) {
   if (key == "SLURM_MEM_PER_NODE" || key == "SLURM_MEM_PER_CPU" || key == "SLURM_MEM_PER_GPU") {
     return true;  // the job's --mem, named in a host_oom notice
   }
-  return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_RESTART_COUNT" || key == "SLURM_NODELIST" ||
-         key == "SLURM_NTASKS" || key == "SLURM_CLUSTER_NAME";
+  return key == "SLURM_PROCID" || key == "SLURM_LOCALID" || key == "SLURM_RESTART_COUNT" ||
+         key == "SLURM_NODELIST" || key == "SLURM_NTASKS" || key == "SLURM_CLUSTER_NAME";
 }
 
 bool looks_secret(std::string_view key) {

@@ -40,8 +40,8 @@ struct HeaderFacts {
 // far, its footer. Read by `gpualert sweep` for runs whose wrapper is gone.
 struct LogFacts {
   HeaderFacts header;
-  std::string command;       // the header's command line, shell-quoted
-  bool header_complete = false;  // the "job output begins" line was written
+  std::string command;                       // the header's command line, shell-quoted
+  bool header_complete = false;              // the "job output begins" line was written
   std::optional<std::string> ended, status;  // footer lines: "ended: ...", "status: ..."
   uint64_t size = 0;
 };
@@ -51,8 +51,8 @@ util::Result<LogFacts> read_log_facts(const std::string& log_path);
 std::string current_boot_id();
 
 struct RunDir {
-  std::string path;       // absolute
-  std::string log_path;   // path/output.log
+  std::string path;      // absolute
+  std::string log_path;  // path/output.log
   // Open for writing, positioned after the header, and holding an exclusive flock:
   // while it is open the run is in progress (see `gpualert sweep`).
   util::UniqueFd log_fd;

@@ -25,11 +25,11 @@ struct RunReport {
   std::optional<int> exit_code;       // set when the job exited normally
   std::optional<std::string> signal;  // "SIGKILL" when the job died of a signal
   bool core_dumped = false;
-  bool wrapper_timeout = false;                // our own --timeout ended the job
-  bool interactive = false;  // run from a terminal, the job in its foreground group (Ctrl-C)
-  std::string run_dir;                         // absolute path of the run directory
-  std::string log_path;                        // absolute path of output.log
-  uint64_t log_bytes = 0;                      // bytes of job output captured
+  bool wrapper_timeout = false;  // our own --timeout ended the job
+  bool interactive = false;      // run from a terminal, the job in its foreground group (Ctrl-C)
+  std::string run_dir;           // absolute path of the run directory
+  std::string log_path;          // absolute path of output.log
+  uint64_t log_bytes = 0;        // bytes of job output captured
   std::optional<std::string> log_fallback;     // why the run dir is not where it was asked to be
   std::map<std::string, std::string> env;      // GPU/scheduler-relevant environment at start
   std::map<std::string, std::string> sources;  // evidence source -> "read" / why not

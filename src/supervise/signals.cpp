@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "util/signals.hpp"
-
 #include "util/text.hpp"
 
 namespace supervise {
@@ -182,7 +181,8 @@ std::optional<SlurmTracking> tracking_from_slurm_conf(std::string_view text) {
       line = line.substr(0, hash);
     }
     size_t eq = line.find('=');
-    if (eq == std::string_view::npos || !util::equals_ignoring_case(util::trim_blanks(line.substr(0, eq)), "ProctrackType")) {
+    if (eq == std::string_view::npos ||
+        !util::equals_ignoring_case(util::trim_blanks(line.substr(0, eq)), "ProctrackType")) {
       continue;
     }
     std::string_view value = util::trim_blanks(line.substr(eq + 1));

@@ -70,9 +70,9 @@ enum class JobControl {
 //   their children: a wrapper that is the task must pass every signal on, once.
 enum class SlurmStep { none, batch, srun };
 enum class SlurmTracking {
-  detect,        // read ProctrackType when slurmstepd first signals us
-  every_process, // proctrack/linuxproc
-  task_only,     // proctrack/cgroup, proctrack/pgid
+  detect,         // read ProctrackType when slurmstepd first signals us
+  every_process,  // proctrack/linuxproc
+  task_only,      // proctrack/cgroup, proctrack/pgid
 };
 
 // Decides, for each signal the wrapper receives, whether to send it on to the job,
@@ -98,8 +98,8 @@ class Forwarding {
   JobControl m_mode;
   SlurmStep m_step;
   SlurmTracking m_tracking;
-  double m_stepd_cont_at = -1e9;     // when slurmstepd last sent SIGCONT
-  double m_stepd_term_sent = -1e9;   // when we last passed on slurmstepd's SIGTERM
+  double m_stepd_cont_at = -1e9;    // when slurmstepd last sent SIGCONT
+  double m_stepd_term_sent = -1e9;  // when we last passed on slurmstepd's SIGTERM
   bool m_scheduler_ending = false;
 };
 

@@ -15,8 +15,8 @@ struct ChildResult {
 };
 
 // Reads `read_fd` (the child's output pipe, whose write end the caller closed)
-// until EOF, max_bytes or the deadline (read_fd < 0: none), then waits for `pid` until the deadline;
-// a child still running then is killed (SIGKILL) and reaped.
+// until EOF, max_bytes or the deadline (read_fd < 0: none), then waits for `pid` until the
+// deadline; a child still running then is killed (SIGKILL) and reaped.
 ChildResult collect_child(pid_t pid, int read_fd, std::chrono::steady_clock::time_point deadline,
                           size_t max_bytes = 1u << 20);
 

@@ -1,11 +1,10 @@
 #include "util/fd.hpp"
 
-#include <climits>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace util {

@@ -1,11 +1,10 @@
 #include "util/text.hpp"
 
-#include <charconv>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -54,7 +53,6 @@ std::optional<long> leading_number(std::string_view s) {
   }
   return v;
 }
-
 
 std::string shell_quote(std::string_view word) {
   if (word.empty()) {

@@ -286,9 +286,9 @@ TEST(ParseIso8601, EveryOffsetFormAndRoundTripsLocalTime) {
   EXPECT_EQ(util::parse_iso8601("2026-12-01T16:27:16-0530"), 1796162236);
   const std::time_t now = std::time(nullptr);
   EXPECT_EQ(util::parse_iso8601(util::iso8601_local(now)), now);
-  for (const char* bad : {"", "yesterday", "2026-12-01", "2026-13-01T00:00:00Z",
-                          "2026-12-01T21:57:16+1", "2026-12-01T21:57:16 UTC",
-                          "2026-12-01T21:57:16+01:00x"}) {
+  for (const char* bad :
+       {"", "yesterday", "2026-12-01", "2026-13-01T00:00:00Z", "2026-12-01T21:57:16+1",
+        "2026-12-01T21:57:16 UTC", "2026-12-01T21:57:16+01:00x"}) {
     EXPECT_EQ(util::parse_iso8601(bad), std::nullopt) << bad;
   }
 }
