@@ -27,57 +27,13 @@ namespace {
 
 constexpr const char* k_helper_name = "gpualert-notify";
 
-// posix_spawn with stdout to `out_fd` (or /dev/null), stdin/stderr to /dev/null,
-// default signal dispositions and an empty mask; `detach` puts it in its own session.
-pid_t spawn_program(const std::string& path, const char* name, const std::vector<std::string>& args,
-                    int out_fd, bool detach) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(name));
-  for (const auto& a : args) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (out_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  }
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (detach) {
-    flags |= POSIX_SPAWN_SETSID;
-  }
-  posix_spawnattr_setflags(&attr, flags);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, path.c_str(), &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    errno = rc;
-    return -1;
-  }
-  return pid;
-}
-
 pid_t spawn_helper(const std::vector<std::string>& args, int out_fd, bool detach) {
   std::string helper = notify_helper_path();
   if (helper.empty()) {
     errno = ENOENT;
     return -1;
   }
-  return spawn_program(helper, k_helper_name, args, out_fd, detach);
+  return util::spawn_quiet(helper, k_helper_name, args, out_fd, detach);
 }
 
 // --notify-timeout is the most `run` waits for the notification, all of it: the
@@ -257,7 +213,7 @@ void sweep_journal_in_background(const notify::Config& config, const std::string
   if (!config_file.empty()) {
     args.insert(args.end(), {"--config", config_file});
   }
-  (void)spawn_program(self, "gpualert", args, -1, true);  // best effort, like the flush
+  (void)util::spawn_quiet(self, "gpualert", args, -1, true);  // best effort, like the flush
 }
 
 int exec_notify_helper(int argc, char** argv) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/child.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -47,46 +48,21 @@ Watch start(const std::string& run_dir, pid_t job_pid, unsigned interval_s) {
     w.unavailable = std::string(k_helper_name) + " is not installed beside gpualert";
     return w;
   }
-  std::vector<std::string> args = {k_helper_name,
-                                   "--run-dir",
-                                   run_dir,
-                                   "--interval",
-                                   std::to_string(interval_s),
-                                   "--parent",
-                                   std::to_string(::getpid()),
-                                   "--job-pid",
-                                   std::to_string(job_pid)};
-  std::vector<char*> argv;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> args = {"--run-dir",  run_dir,
+                                   "--interval", std::to_string(interval_s),
+                                   "--parent",   std::to_string(::getpid()),
+                                   "--job-pid",  std::to_string(job_pid)};
   // It starts with the stop signals blocked (it waits for them with sigtimedwait):
-  // a job that ends before the helper reached main still gets its summary.
-  sigset_t stops, all;
+  // a job that ends before the helper reached main still gets its summary. Its own
+  // session: the terminal's Ctrl-C and job control are the job's business, the
+  // helper ends when `run` says so or when `run` is gone.
+  sigset_t stops;
   sigemptyset(&stops);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) {
     sigaddset(&stops, s);
   }
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &stops);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  // Its own session: the terminal's Ctrl-C and job control are the job's business,
-  // the helper ends when `run` says so or when `run` is gone.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-  int rc = posix_spawn(&w.pid, helper.c_str(), &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  w.pid = util::spawn_quiet(helper, k_helper_name, args, -1, true, &stops);
+  int rc = w.pid < 0 ? errno : 0;
   if (rc != 0) {
     w.pid = -1;
     w.unavailable = std::string("cannot start ") + k_helper_name + ": " + std::strerror(rc);

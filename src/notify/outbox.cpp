@@ -18,6 +18,20 @@ namespace notify {
 
 namespace {
 
+// The ids of the entries in an open outbox folder (their .meta files), sorted; closes it.
+std::vector<std::string> meta_ids(DIR* d) {
+  std::vector<std::string> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".meta") == 0) {
+      ids.push_back(name.substr(0, name.size() - 5));
+    }
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 using nlohmann::json;
 
 json to_json(const EntryMeta& m) {
@@ -175,15 +189,7 @@ util::Result<std::vector<EntryMeta>> Outbox::list() const {
     }
     return util::errno_error("open " + dir);
   }
-  std::vector<std::string> ids;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (ends_with(name, ".meta")) {
-      ids.push_back(name.substr(0, name.size() - 5));
-    }
-  }
-  ::closedir(d);
-  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> ids = meta_ids(d);
   for (const auto& id : ids) {
     auto text = util::read_file(meta_path(id));
     if (!text) {
@@ -369,15 +375,7 @@ std::vector<EntryMeta> Outbox::dead() const {
   if (!d) {
     return out;
   }
-  std::vector<std::string> ids;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (ends_with(name, ".meta")) {
-      ids.push_back(name.substr(0, name.size() - 5));
-    }
-  }
-  ::closedir(d);
-  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> ids = meta_ids(d);
   for (const auto& id : ids) {
     EntryMeta m;
     if (auto text = util::read_file(dir + "/" + id + ".meta")) {

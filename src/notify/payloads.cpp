@@ -71,26 +71,7 @@ json mrkdwn(const std::string& text) { return json{{"type", "mrkdwn"}, {"text", 
 
 }  // namespace
 
-std::string slack_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string slack_escape(std::string_view text) { return markup_escape(text, false); }
 
 std::string summary_text(const report::RunReport& r, const std::string& subject) {
   return valid_utf8(sanitize_header_value(subject, 300) + "\n" + details(r));

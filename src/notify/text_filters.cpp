@@ -45,7 +45,7 @@ std::string clean_log_line(std::string_view raw) {
 
 std::string mask_secrets(std::string_view line) { return report::mask_secrets(line); }
 
-std::string html_escape(std::string_view text) {
+std::string markup_escape(std::string_view text, bool quotes) {
   std::string out;
   out.reserve(text.size() + text.size() / 8);
   for (char c : text) {
@@ -60,10 +60,10 @@ std::string html_escape(std::string_view text) {
         out += "&gt;";
         break;
       case '"':
-        out += "&quot;";
+        out += quotes ? "&quot;" : "\"";
         break;
       case '\'':
-        out += "&#39;";
+        out += quotes ? "&#39;" : "'";
         break;
       default:
         out += c;
@@ -71,6 +71,8 @@ std::string html_escape(std::string_view text) {
   }
   return out;
 }
+
+std::string html_escape(std::string_view text) { return markup_escape(text, true); }
 
 std::string sanitize_header_value(std::string_view text, size_t max_chars) {
   std::string flat;

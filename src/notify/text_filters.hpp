@@ -31,6 +31,9 @@ std::string mask_secrets(std::string_view line);
 inline constexpr std::string_view k_mask = report::k_mask;
 
 std::string html_escape(std::string_view text);
+// & < > as entities, and quotes too when `quotes` (HTML attributes; Slack's text wants
+// only the first three).
+std::string markup_escape(std::string_view text, bool quotes);
 
 // Makes text safe for a header value: every control character (CR and LF
 // included) becomes a space, runs of spaces collapse, at most max_chars bytes

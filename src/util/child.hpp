@@ -1,10 +1,12 @@
 // util/child.hpp: the output and exit of a child process, within a deadline.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace util {
 
@@ -13,6 +15,13 @@ struct ChildResult {
   int status = 0;         // its wait status, when finished
   bool finished = false;  // it exited by the deadline (else it was killed)
 };
+
+// Starts `path` (argv[0] = `name`) with stdin and stderr on /dev/null, stdout on
+// `out_fd` (or /dev/null when < 0), every signal at its default and the mask `mask`
+// (empty when null); `new_session`: its own session, away from the terminal. The
+// helpers gpualert starts beside a job. -1 with errno set when it could not start.
+pid_t spawn_quiet(const std::string& path, const char* name, const std::vector<std::string>& args,
+                  int out_fd, bool new_session, const sigset_t* mask = nullptr);
 
 // Reads `read_fd` (the child's output pipe, whose write end the caller closed)
 // until EOF, max_bytes or the deadline (read_fd < 0: none), then waits for `pid` until the
