@@ -31,17 +31,23 @@ class Loop {
     if (o.start_helpers) {
       m_helpers_at = m_start + o.helpers_after;
     }
+    m_last_output = m_start;
   }
 
   SuperviseResult run() {
     while (!m_status) {
       poll_streams(next_timeout_ms());
+      note_progress();
       check_deadlines();
       maybe_start_helpers();
       maybe_keep_notice();
     }
     drain();
-    return SuperviseResult{*m_status, m_timed_out, m_forwarding.scheduler_ending(), m_events};
+    SuperviseResult r{*m_status, m_timed_out, m_forwarding.scheduler_ending(), m_events};
+    r.stalled_at_s = m_stalled_at;
+    r.stall_killed = m_stall_killed;
+    r.resumed_at_s = m_resumed_at;
+    return r;
   }
 
  private:
@@ -71,6 +77,9 @@ class Loop {
     if (m_keep_at && (!next || *m_keep_at < *next)) {
       next = *m_keep_at;
     }
+    if (auto due = stall_due(); due && (!next || *due < *next)) {
+      next = *due;
+    }
     if (auto stall = m_tee.next_stall(); stall && (!next || *stall < *next)) {
       next = *stall;  // a terminal that took nothing since: its pipe is read again then
     }
@@ -81,8 +90,53 @@ class Loop {
     return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms + 1, 1 << 30));
   }
 
+  // Any byte from the job is progress; the first after a stall notice is a resumption.
+  void note_progress() {
+    const uint64_t copied = m_tee.copied();
+    if (copied == m_copied_seen) {
+      return;
+    }
+    m_copied_seen = copied;
+    m_last_output = Clock::now();
+    if (m_stalled_at && !m_resumed_at && !m_status) {
+      m_resumed_at = since_start(m_last_output);
+    }
+  }
+
+  // When the stall is due: --stall after the last output, once per run.
+  std::optional<Clock::time_point> stall_due() const {
+    if (!m_opt.stall || m_stalled_at || m_status) {
+      return std::nullopt;
+    }
+    return m_last_output + *m_opt.stall;
+  }
+
+  double since_start(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - m_start).count();
+  }
+
   void check_deadlines() {
     auto now = Clock::now();
+    if (auto due = stall_due(); due && now >= *due) {
+      m_stalled_at = since_start(now);
+      const std::string silent = util::human_duration(to_s(*m_opt.stall));
+      if (m_opt.on_stall) {
+        m_opt.on_stall();
+      }
+      if (m_opt.stall_kill && !m_term_sent) {
+        // The --timeout path from here: SIGTERM now, SIGKILL after --kill-after.
+        m_term_sent = true;
+        m_stall_killed = true;
+        signal_job(SIGTERM);
+        m_kill_at = now + m_opt.kill_after;
+        m_kill_reason = "stalled";
+        m_events.push_back("stalled: no output for " + silent +
+                           " (--stall), sent SIGTERM to the job (--stall-action kill)");
+      } else {
+        m_events.push_back("stalled: no output for " + silent +
+                           " (--stall); the job was left running");
+      }
+    }
     if (m_term_at && !m_term_sent && now >= *m_term_at && !m_status) {
       m_term_sent = true;
       m_timed_out = true;
@@ -94,7 +148,7 @@ class Loop {
     if (m_kill_at && !m_kill_sent && now >= *m_kill_at && !m_status) {
       m_kill_sent = true;
       signal_job(SIGKILL);
-      m_events.push_back("time limit: still running " +
+      m_events.push_back(m_kill_reason + ": still running " +
                          util::human_duration(to_s(m_opt.kill_after)) +
                          " after SIGTERM, sent SIGKILL");
     }
@@ -278,6 +332,11 @@ class Loop {
   std::optional<Clock::time_point> m_helpers_at;  // until start_helpers() ran
   std::optional<Clock::time_point> m_keep_at;     // when keep_notice() is due
   bool m_kept = false;
+  Clock::time_point m_last_output;  // of the job's last byte (the start before any)
+  uint64_t m_copied_seen = 0;
+  std::optional<double> m_stalled_at, m_resumed_at;
+  bool m_stall_killed = false;
+  std::string m_kill_reason = "time limit";  // which deadline sent the SIGTERM
   bool m_term_sent = false, m_kill_sent = false, m_timed_out = false;
   std::optional<ExitStatus> m_status;
   std::vector<std::string> m_events;

@@ -51,6 +51,13 @@ struct SuperviseOptions {
   int extra_fd = -1;
   std::function<void()> on_extra;
   uint64_t helpers_after_bytes = 1u << 20;
+  // --stall: the job printed nothing (no byte on any of its streams) for this long.
+  // on_stall() is then called once, from the loop, and must not block (it hands the
+  // notice to a thread); with stall_kill the job is then ended the way --timeout ends
+  // it (SIGTERM, SIGKILL after kill_after). One stall per run is reported.
+  std::optional<std::chrono::milliseconds> stall;
+  bool stall_kill = false;
+  std::function<void()> on_stall;
   // One more fd to poll while the job runs (the kernel log, read as records arrive):
   // on_watch_readable() is called from the loop when it is readable, and must not block.
   int watch_fd = -1;
@@ -62,6 +69,12 @@ struct SuperviseResult {
   bool wrapper_timeout = false;
   bool scheduler_ended = false;     // Slurm's step daemon began ending the job (see Forwarding)
   std::vector<std::string> events;  // "sent SIGTERM after --timeout 90s", for the log footer
+  // --stall: seconds after the start when the job had printed nothing for --stall
+  // (the last output was stall earlier), whether --stall-action kill then ended it, and
+  // when output came again after that (a job that went on by itself).
+  std::optional<double> stalled_at_s;
+  bool stall_killed = false;
+  std::optional<double> resumed_at_s;
 };
 
 SuperviseResult supervise(pid_t child, const SignalIntake& signals, capture::Tee& tee,

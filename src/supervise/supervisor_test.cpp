@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -118,6 +119,55 @@ TEST(Supervisor, TheWatchedFdIsReadWhileTheJobRuns) {
   EXPECT_EQ(got, "record\n");
   EXPECT_GE(calls, 1);
   std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(Supervisor, AStallIsReportedOnceAndTheResumptionNoted) {
+  // Silent for 1.5 s against a 200 ms --stall: one on_stall, the job left running,
+  // and its later output noted as a resumption.
+  int stalls = 0;
+  auto o = supervise_script("echo start; sleep 1.5; echo end; sleep 1", std::chrono::seconds(30),
+                            1u << 20, [&](supervise::SuperviseOptions& opt) {
+                              opt.stall = std::chrono::milliseconds(200);
+                              opt.on_stall = [&] { ++stalls; };
+                            });
+  EXPECT_EQ(stalls, 1);  // the second silence (after "end") is not reported again
+  EXPECT_EQ(o.result.status.code, 0);
+  ASSERT_TRUE(o.result.stalled_at_s.has_value());
+  ASSERT_TRUE(o.result.resumed_at_s.has_value());
+  EXPECT_GT(*o.result.resumed_at_s, *o.result.stalled_at_s);
+  EXPECT_FALSE(o.result.stall_killed);
+  ASSERT_FALSE(o.result.events.empty());
+  EXPECT_NE(o.result.events[0].find("stalled: no output for"), std::string::npos);
+}
+
+TEST(Supervisor, AJobPrintingSteadilyNeverStalls) {
+  int stalls = 0;
+  auto o =
+      supervise_script("i=0; while [ $i -lt 20 ]; do echo $i; sleep 0.05; i=$((i+1)); done",
+                       std::chrono::seconds(30), 1u << 20, [&](supervise::SuperviseOptions& opt) {
+                         opt.stall = std::chrono::seconds(5);
+                         opt.on_stall = [&] { ++stalls; };
+                       });
+  EXPECT_EQ(stalls, 0);
+  EXPECT_FALSE(o.result.stalled_at_s.has_value());
+  EXPECT_EQ(o.result.status.code, 0);
+}
+
+TEST(Supervisor, StallKillEndsTheJobLikeTheTimeout) {
+  // The job ignores SIGTERM: --stall-action kill's SIGTERM, then SIGKILL after kill_after.
+  auto o = supervise_script("trap '' TERM; echo start; exec sleep 30", std::chrono::seconds(30),
+                            1u << 20, [&](supervise::SuperviseOptions& opt) {
+                              opt.stall = std::chrono::milliseconds(200);
+                              opt.stall_kill = true;
+                              opt.kill_after = std::chrono::milliseconds(300);
+                            });
+  EXPECT_TRUE(o.result.stall_killed);
+  EXPECT_FALSE(o.result.wrapper_timeout);
+  ASSERT_TRUE(o.result.status.signal.has_value());
+  EXPECT_EQ(*o.result.status.signal, SIGKILL);
+  ASSERT_EQ(o.result.events.size(), 2u);
+  EXPECT_NE(o.result.events[0].find("sent SIGTERM"), std::string::npos);
+  EXPECT_NE(o.result.events[1].find("stalled: still running"), std::string::npos);
 }
 
 }  // namespace
