@@ -58,6 +58,11 @@ util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFac
   if (j.contains("wrapper_timeout") && j["wrapper_timeout"].is_boolean()) {
     facts.exit.wrapper_timeout = j["wrapper_timeout"].get<bool>();
   }
+  // report.json of a run that --stall-action kill ended.
+  if (j.contains("stall") && j["stall"].is_object() && j["stall"].contains("killed") &&
+      j["stall"]["killed"].is_boolean()) {
+    facts.exit.stalled = j["stall"]["killed"].get<bool>();
+  }
   if (j.contains("cgroup_oom_kills") && j["cgroup_oom_kills"].is_number_integer()) {
     facts.host.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
   }
@@ -142,6 +147,7 @@ util::Result<CaseFacts> read_case_facts(const std::string& dir) {
     }
     if (from_case.exit_known) {
       from_case.exit.wrapper_timeout |= facts.exit.wrapper_timeout;
+      from_case.exit.stalled |= facts.exit.stalled;
       facts.exit = from_case.exit;
       facts.exit_known = true;
     }

@@ -50,6 +50,12 @@ std::vector<EvidenceLine> fact_evidence(const Rule& rule, const ExitInfo& exit,
   if (rule.wrapper_timeout) {
     out.push_back({0, "gpualert --timeout expired and stopped the job", "wrapper"});
   }
+  if (rule.stalled) {
+    out.push_back({0,
+                   "the job stalled: no output for the --stall time, and gpualert "
+                   "--stall-action kill stopped it",
+                   "wrapper"});
+  }
   if (rule.host_unread) {
     out.push_back({0,
                    "neither the kernel log nor the memory cgroup's oom_kill counter could be read",
@@ -88,6 +94,14 @@ std::string confidence_of(const Rule* rule, const Verdict& v, const ExitInfo& ex
   if (rule->patterns.empty()) {
     if (rule->wrapper_timeout) {
       return "certain: gpualert's --timeout stopped the job";
+    }
+    if (rule->stalled) {
+      // That it hung is certain; what it waited for is read from the log.
+      return v.label == "unknown"
+                 ? "guess: the job stalled (no output for --stall); the log does not show what "
+                   "it waited for"
+                 : "likely: the job stalled (no output for --stall) after setting up collective "
+                   "communication";
     }
     if (rule->cgroup_oom) {
       return "certain: the job's own memory cgroup counted an OOM kill";
@@ -157,7 +171,8 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
       return false;
     }
     if ((rule.cgroup_oom && !cgroup_oom) || (rule.wrapper_timeout && !exit.wrapper_timeout) ||
-        (rule.host_unread && !host_unread) || (rule.host_read && host_unread)) {
+        (rule.stalled && !exit.stalled) || (rule.host_unread && !host_unread) ||
+        (rule.host_read && host_unread)) {
       return false;
     }
     if (rule.at_end && (facts_only || h.last != log_end)) {

@@ -89,6 +89,7 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
   numbers("exit_codes", r.exit_codes);
   flag("cgroup_oom", r.cgroup_oom);
   flag("wrapper_timeout", r.wrapper_timeout);
+  flag("stalled", r.stalled);
   flag("host_unread", r.host_unread);
   flag("host_read", r.host_read);
   flag("at_end", r.at_end);

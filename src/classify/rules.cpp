@@ -171,6 +171,8 @@ class Loader {
         read_bool(value, what, rule.cgroup_oom);
       } else if (key == "wrapper_timeout") {
         read_bool(value, what, rule.wrapper_timeout);
+      } else if (key == "stalled") {
+        read_bool(value, what, rule.stalled);
       } else if (key == "host_unread") {
         read_bool(value, what, rule.host_unread);
       } else if (key == "host_read") {
@@ -235,7 +237,7 @@ class Loader {
       error(where, name + "unknown label '" + rule.label + "' (see spec/taxonomy.md)");
     }
     bool has_condition = !rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
-                         rule.wrapper_timeout || rule.host_unread || rule.host_read;
+                         rule.wrapper_timeout || rule.stalled || rule.host_unread || rule.host_read;
     if (rule.host_read && rule.host_unread) {
       error(where, name + "host_read and host_unread exclude each other");
     }

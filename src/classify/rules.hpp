@@ -58,6 +58,7 @@ struct Rule {
   std::vector<int> exit_codes;      // exited with one of these
   bool cgroup_oom = false;          // the job's memory cgroup saw an oom_kill
   bool wrapper_timeout = false;     // gpualert's --timeout stopped the job
+  bool stalled = false;             // gpualert's --stall-action kill stopped the job
   bool host_unread = false;         // neither kernel log nor memory cgroup could be read
   bool host_read = false;           // the kernel log or the memory cgroup could be read
   bool at_end = false;              // the last evidence line is the last line of the job's output

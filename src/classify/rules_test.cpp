@@ -144,7 +144,7 @@ TEST(RuleTable, ConditionOnlyRulesHaveConditions) {
   for (const Rule& rule : default_rules().rules()) {
     if (rule.patterns.empty() && !rule.is_marker) {
       EXPECT_TRUE(!rule.signals.empty() || !rule.exit_codes.empty() || rule.cgroup_oom ||
-                  rule.wrapper_timeout || rule.host_unread || rule.host_read)
+                  rule.wrapper_timeout || rule.stalled || rule.host_unread || rule.host_read)
           << rule.id;
     }
   }

@@ -461,6 +461,27 @@ TEST(Status, SignalsWithoutEvidence) {
   EXPECT_EQ(classify_text("training...\n", exit_code(124)).label, "cancelled");
 }
 
+TEST(Status, AStalledJobIsACollectiveOnlyWhenTheLogSetOneUp) {
+  ExitInfo stalled = killed_by(SIGTERM);
+  stalled.stalled = true;
+  // The same SIGTERM from --stall-action kill is not a cancellation: the job hung.
+  auto plain = classify_text(k_training, stalled);
+  EXPECT_EQ(plain.label, "unknown");
+  EXPECT_EQ(plain.rule, "stalled");
+  ASSERT_FALSE(plain.evidence.empty());
+  EXPECT_NE(plain.evidence.front().text.find("stalled"), std::string::npos);
+  EXPECT_EQ(plain.confidence.rfind("guess:", 0), 0u);
+  auto nccl = classify_text(std::string(k_training) +
+                                "node1:77:77 [0] NCCL INFO Channel 00/02 :    0   1\n"
+                                "Epoch 1 step 30 | loss 2.0001\n",
+                            stalled);
+  EXPECT_EQ(nccl.label, "comm_timeout");
+  EXPECT_EQ(nccl.rule, "stalled-collective");
+  EXPECT_EQ(nccl.confidence.rfind("likely:", 0), 0u);
+  // Without the stall the same SIGTERM is what it always was.
+  EXPECT_EQ(classify_text(k_training, killed_by(SIGTERM)).label, "cancelled");
+}
+
 TEST(Status, ARayWorkersDeathDecidesOnlyWhatNothingElseExplains) {
   const std::string died =
       "(raylet) The actor is dead because its worker process has died. Worker exit type: "

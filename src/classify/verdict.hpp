@@ -18,6 +18,7 @@ struct ExitInfo {
   std::optional<int> exit_code;  // normal exit
   std::optional<int> signal;     // killed by this signal number
   bool wrapper_timeout = false;  // gpualert's own --timeout stopped it
+  bool stalled = false;          // gpualert's --stall-action kill stopped it (no output)
 };
 
 // Facts from outside the log, gathered by `run` (or read from a case directory).

@@ -90,6 +90,15 @@ int cmd_run(int argc, char** argv) {
   app.add_option("--kill-after", kill_after,
                  "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
       ->check(duration_validator());
+  std::string stall;
+  app.add_option("--stall", stall,
+                 "one notice when the job printed nothing for DURATION (30m suits most "
+                 "training jobs; default off)")
+      ->check(duration_validator());
+  app.add_option("--stall-action", o.stall_action,
+                 "after --stall: notify (leave the job running, the default) or kill "
+                 "(SIGTERM, then SIGKILL after --kill-after)")
+      ->check(CLI::IsMember({"notify", "kill"}));
   app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)")
       ->option_text("FILE");
   app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
@@ -108,7 +117,8 @@ int cmd_run(int argc, char** argv) {
       "GPUALERT_SMTP_USER, GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_SMTP_CA_FILE,\n"
       "GPUALERT_WEBHOOK_URL, GPUALERT_WEBHOOK_FORMAT, GPUALERT_NTFY_URL, GPUALERT_STATE_DIR, "
       "GPUALERT_CONFIG,\n"
-      "GPUALERT_NOTIFY_TIMEOUT (see gpualert.toml(5)).\n"
+      "GPUALERT_NOTIFY_TIMEOUT (see gpualert.toml(5); its stall and stall_action keys are\n"
+      "--stall's and --stall-action's defaults).\n"
       "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
   // Everything after the first "--" is the command, untouched (it may hold
   // options of its own, or another "--"); without "--", the first word that is
@@ -152,6 +162,9 @@ int cmd_run(int argc, char** argv) {
     o.timeout = *util::parse_duration(timeout);
   }
   o.kill_after = *util::parse_duration(kill_after);
+  if (!stall.empty()) {
+    o.stall = *util::parse_duration(stall);
+  }
   if (!budget.empty()) {
     o.budget = *util::parse_size(budget);
   }

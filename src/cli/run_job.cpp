@@ -78,6 +78,31 @@ std::optional<report::RunReport> provisional_report(report::RunReport rep,
   return rep;
 }
 
+// The stall notice (--stall), from a thread of its own while the loop goes on: the
+// run's facts so far go to stall.json beside report.json, and gpualert-notify builds
+// the notice from it (the log's tail, the GPUs' last readings) with its own deadline.
+// Returns what became of it, for report.json.
+std::string send_stall_notice(const report::RunReport& stalled, const notify::Config& config,
+                              const std::string& config_file) {
+  const std::string path = stalled.run_dir + "/stall.json";
+  if (auto st = util::write_file_atomic(path, report::to_text(stalled), 0644,
+                                        util::Durability::replace_only);
+      !st) {
+    return "not sent: " + st.error();
+  }
+  if (config.notify_when == "never") {
+    return "not sent (notify = never)";
+  }
+  NotifyOutcome out = notify_via_helper(stalled.run_dir, {}, 0, config_file, config, 0, {}, path);
+  if (out.delivered) {
+    return "sent to " + out.where;
+  }
+  if (out.queued && !notify::has_channel(config)) {
+    return "kept in the outbox (no SMTP, webhook or ntfy configured)";
+  }
+  return out.detail.empty() ? "kept in " + out.where : out.detail;
+}
+
 void say(bool quiet, const std::string& line) {
   if (!quiet) {
     std::fprintf(stderr, "gpualert: %s\n", line.c_str());
@@ -207,6 +232,18 @@ RunEnding run_job(const RunOptions& o) {
   if (o.budget) {
     config.budget_bytes = *o.budget;
   }
+  if (o.stall) {
+    config.stall = *o.stall;
+  }
+  if (!o.stall_action.empty()) {
+    if (o.stall_action == "kill" && !config.stall) {
+      std::fprintf(stderr,
+                   "gpualert: error: --stall-action kill needs --stall DURATION (or stall in "
+                   "the config file)\n");
+      return RunEnding{2, std::nullopt};
+    }
+    config.stall_action = o.stall_action;
+  }
 
   // A user's rules file is checked before anything runs (a broken one is a usage
   // error); the embedded default is loaded right after the spawn, while the job starts.
@@ -322,6 +359,8 @@ RunEnding run_job(const RunOptions& o) {
   sopt.slurm_step = supervise::Forwarding::step_from_environment();
   sopt.timeout = o.timeout;
   sopt.kill_after = o.kill_after;
+  sopt.stall = config.stall;
+  sopt.stall_kill = config.stall_action == "kill";
 
   supervise::SpawnRequest sreq;
   sreq.argv = o.command;
@@ -404,6 +443,25 @@ RunEnding run_job(const RunOptions& o) {
   };
   sopt.keep_notice = [&] { keeper = std::thread(keep); };
 
+  // --stall: the notice is built and sent on its own thread (the loop never waits for
+  // it); rep is not written while the loop runs, so the copy taken here is consistent.
+  std::thread staller;
+  std::string stall_notice;  // written by the staller, read after the join
+  sopt.on_stall = [&] {
+    report::RunReport now = rep;
+    now.state = "stalled";
+    now.duration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count();
+    report::StallFacts facts;
+    facts.after_s = std::chrono::duration<double>(*config.stall).count();
+    facts.action = config.stall_action;
+    facts.at_s = now.duration_s;
+    now.stall = facts;
+    staller = std::thread([&stall_notice, &config, &o, now = std::move(now)] {
+      stall_notice = send_stall_notice(now, config, o.config_file);
+    });
+  };
+
   supervise::SuperviseResult result;
   if (auto* f = std::get_if<supervise::SpawnFailure>(&spawned)) {
     std::fprintf(stderr, "gpualert: %s\n", f->message.c_str());
@@ -417,6 +475,9 @@ RunEnding run_job(const RunOptions& o) {
     result = supervise::supervise(std::get<supervise::Spawned>(spawned).pid, *intake, tee, sopt);
     if (keeper.joinable()) {
       keeper.join();  // bounded: scontrol's and the notifier's own deadlines
+    }
+    if (staller.joinable()) {
+      staller.join();  // bounded by the notifier's deadline; the stall notice goes out first
     }
   }
   auto end = Clock::now();
@@ -439,6 +500,16 @@ RunEnding run_job(const RunOptions& o) {
   }
   rep.core_dumped = result.status.core_dumped;
   rep.wrapper_timeout = result.wrapper_timeout;
+  if (result.stalled_at_s) {
+    report::StallFacts facts;
+    facts.after_s = std::chrono::duration<double>(*config.stall).count();
+    facts.action = config.stall_action;
+    facts.at_s = *result.stalled_at_s;
+    facts.killed = result.stall_killed;
+    facts.resumed_at_s = result.resumed_at_s;
+    facts.notice = stall_notice;
+    rep.stall = facts;
+  }
   rep.log_bytes = sink.job_bytes();
   rep.sources = watch.sources();
   if (rep.env.count("SLURM_JOB_ID") != 0) {
@@ -466,7 +537,8 @@ RunEnding run_job(const RunOptions& o) {
     rep.warnings.push_back(unshown);
   }
 
-  classify::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout};
+  classify::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout,
+                               result.stall_killed};
   classify::HostEvidence host_ev;
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();

@@ -26,6 +26,8 @@ struct RunOptions {
   std::string notify_when;  // empty: from config
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_after{30000};
+  std::optional<std::chrono::milliseconds> stall;  // unset: from config (off by default)
+  std::string stall_action;                        // notify | kill; empty: from config
   std::optional<std::chrono::milliseconds> notify_timeout;
   std::string rules_file;
   std::string config_file;

@@ -99,7 +99,15 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     }
     return util::ok_status();
   }
-  if (key == "notify_timeout" || key == "budget") {
+  if (key == "stall_action") {
+    if (!node.is_string() ||
+        (node.as_string()->get() != "notify" && node.as_string()->get() != "kill")) {
+      return bad("expected \"notify\" or \"kill\"");
+    }
+    c.stall_action = node.as_string()->get();
+    return util::ok_status();
+  }
+  if (key == "notify_timeout" || key == "budget" || key == "stall") {
     std::string text;
     if (node.is_integer()) {
       text = std::to_string(node.as_integer()->get());
@@ -107,6 +115,10 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
       text = node.as_string()->get();
     } else {
       return bad("expected a string such as \"60s\" / \"10MiB\" or an integer");
+    }
+    if (key == "stall" && (text == "off" || text == "0")) {
+      c.stall.reset();
+      return util::ok_status();
     }
     if (key == "budget") {
       auto size = util::parse_size(text);
@@ -119,7 +131,11 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
       if (!d) {
         return bad(d.error());
       }
-      c.notify_timeout = *d;
+      if (key == "stall") {
+        c.stall = *d;
+      } else {
+        c.notify_timeout = *d;
+      }
     }
     return util::ok_status();
   }
@@ -133,7 +149,8 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
   return bad(
       "unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
       "smtp_ca_file, from, to, webhook_url, webhook_format, ntfy_url, notify, notify_timeout, "
-      "budget, gpu_sample_seconds, log_dir, state_dir, rules, slurm_comment)");
+      "budget, gpu_sample_seconds, stall, stall_action, log_dir, state_dir, rules, "
+      "slurm_comment)");
 }
 
 util::Status read_file_config(Config& c, const std::string& path) {

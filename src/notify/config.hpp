@@ -34,6 +34,10 @@ struct Config {
   bool slurm_comment = true;
   // How often `run` samples the job's GPUs (gpu/watch.hpp); 0 turns GPU facts off.
   unsigned gpu_sample_seconds = 5;
+  // `run` sends one notice when the job printed nothing for this long (off when unset);
+  // stall_action "kill" then ends the job as --timeout would (cli/run_job.cpp).
+  std::optional<std::chrono::milliseconds> stall;
+  std::string stall_action = "notify";  // notify | kill
   // Places.
   std::string log_dir;     // empty: ./gpualert-logs
   std::string state_dir;   // outbox and journal; default XDG state dir

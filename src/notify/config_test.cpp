@@ -95,6 +95,27 @@ TEST_F(ConfigTest, GpuSamplingIntervalFromFileOrEnvironmentAndBadOnesNamed) {
   EXPECT_NE(c.error().find("GPUALERT_GPU_SAMPLE_SECONDS"), std::string::npos) << c.error();
 }
 
+TEST_F(ConfigTest, StallIsOffUnlessSetAndBadValuesAreNamed) {
+  auto c = load_config(file(""));
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_FALSE(c->stall.has_value());
+  EXPECT_EQ(c->stall_action, "notify");
+  c = load_config(file("stall = \"30m\"\nstall_action = \"kill\"\n"));
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_TRUE(c->stall.has_value());
+  EXPECT_EQ(c->stall->count(), 30 * 60 * 1000);
+  EXPECT_EQ(c->stall_action, "kill");
+  c = load_config(file("stall = \"off\"\n"));
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_FALSE(c->stall.has_value());
+  c = load_config(file("\nstall_action = \"wait\"\n"));
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find(":2:"), std::string::npos) << c.error();
+  c = load_config(file("stall = \"soon\"\n"));
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("stall"), std::string::npos) << c.error();
+}
+
 TEST_F(ConfigTest, MissingExplicitFileIsAnErrorMissingDefaultIsNot) {
   EXPECT_FALSE(load_config(m_root + "/nope.toml"));
   auto c = load_config("");

@@ -1,5 +1,6 @@
 #include "notify/content.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "notify/gpu_chart.hpp"
@@ -27,6 +28,9 @@ std::string one_line(const std::string& v) { return mask_secrets(sanitize_header
 
 std::string exit_text(const report::RunReport& r) {
   std::string s;
+  if (r.state == "stalled") {
+    return "still running";
+  }
   if (r.signal) {
     s = "killed by " + *r.signal;
   } else if (r.exit_code) {
@@ -84,6 +88,10 @@ std::vector<Fact> run_facts(const report::RunReport& r) {
 }
 
 std::string headline(const report::RunReport& r) {
+  if (r.state == "stalled" && r.stall) {
+    return "STALLED: " + r.name + " printed nothing for " + util::human_duration(r.stall->after_s) +
+           " (" + ending_phrase(r) + ")";
+  }
   if (is_success(r)) {
     return "Succeeded: " + r.name + " (" + ending_phrase(r) + ")";
   }
@@ -324,6 +332,9 @@ std::string first_action(const report::RunReport& r) {
 
 std::string ending_phrase(const report::RunReport& r) {
   std::string s;
+  if (r.state == "stalled") {
+    return "running for " + util::human_duration(r.duration_s);
+  }
   if (r.signal) {
     s = "killed by " + *r.signal;
   } else if (r.exit_code) {
@@ -375,7 +386,10 @@ std::string build_subject(const report::RunReport& r) {
   std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
   std::string head;
   bool ok = is_success(r);
-  if (ok && r.verdict && !r.verdict->caveats.empty()) {
+  const bool stalled = r.state == "stalled" && r.stall;
+  if (stalled) {
+    head = r.stall->action == "kill" ? "STALLED, stopping it" : "STALLED";
+  } else if (ok && r.verdict && !r.verdict->caveats.empty()) {
     head = "succeeded, but " + sanitize_header_value(r.verdict->caveats.front(), 80);
   } else if (ok) {
     head = "succeeded";
@@ -385,7 +399,9 @@ std::string build_subject(const report::RunReport& r) {
     head = "FAILED";
   }
   // Readable on a phone: the outcome, the cause's own words, then which job.
-  std::string what = ok ? "" : decisive_line(r);
+  std::string what = stalled ? "no output for " + util::human_duration(r.stall->after_s)
+                     : ok    ? ""
+                             : decisive_line(r);
   std::string who;
   if (std::string id = scheduler_job_id(r.env); !id.empty()) {
     who += "job " + id + " ";
@@ -402,17 +418,73 @@ std::string build_subject(const report::RunReport& r) {
                                300);
 }
 
+std::string stall_summary(const report::RunReport& r) {
+  if (!r.stall || r.state == "stalled") {
+    return "";
+  }
+  const auto& s = *r.stall;
+  std::string line = "Stalled " + util::human_duration(s.at_s) + " into the run (no output for " +
+                     util::human_duration(s.after_s) + ")";
+  if (s.killed) {
+    line += "; gpualert --stall-action kill stopped it";
+  } else if (s.resumed_at_s) {
+    line += "; output resumed at " + util::human_duration(*s.resumed_at_s) +
+            " and the job went on by itself";
+  } else {
+    line += "; it printed nothing more before it ended";
+  }
+  if (!s.notice.empty()) {
+    line += " (stall notice: " + s.notice + ")";
+  }
+  return line;
+}
+
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
-                    const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart) {
+                    const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart,
+                    const std::vector<std::string>& gpus_now) {
   std::string t, h;
   const std::string title = one_line(headline(r));
   bool ok = is_success(r);
+  const bool stalled = r.state == "stalled" && r.stall;
   t += title + "\n";
   h += "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head>"
        "<body style=\"font-family:-apple-system,Segoe "
        "UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
   h += "<div style=\"font-size:18px;font-weight:bold;padding:8px 12px;color:#fff;background:" +
-       std::string(ok ? "#1a7f37" : "#cf222e") + "\">" + html_escape(title) + "</div>";
+       std::string(stalled ? "#9a6700"
+                   : ok    ? "#1a7f37"
+                           : "#cf222e") +
+       "\">" + html_escape(title) + "</div>";
+  if (stalled) {
+    const auto& s = *r.stall;
+    std::vector<std::string> lines = {
+        "No output for " + util::human_duration(s.after_s) + ": the job's last output came " +
+            util::human_duration(std::max(0.0, s.at_s - s.after_s)) +
+            " into the run, and nothing since.",
+        s.action == "kill"
+            ? "gpualert --stall-action kill is stopping it (SIGTERM, then SIGKILL after "
+              "--kill-after); the final notice says how it ended."
+            : "The job was left running; its final notice comes when it ends. A job that prints "
+              "nothing for long stretches needs a larger --stall."};
+    for (const auto& l : lines) {
+      t += l + "\n";
+      h += "<p style=\"margin:8px 0 4px 0\">" + html_escape(l) + "</p>";
+    }
+    if (!gpus_now.empty()) {
+      t += "\nGPUs at the last reading\n";
+      h += "<h2 style=\"" + std::string(k_h2) + "\">GPUs at the last reading</h2><ul>";
+      for (const auto& g : gpus_now) {
+        t += "  " + g + "\n";
+        h += "<li>" + html_escape(g) + "</li>";
+      }
+      h += "</ul>";
+    }
+  }
+  if (std::string s = stall_summary(r); !s.empty()) {
+    t += s + "\n";
+    h += "<p style=\"margin:10px 0 4px 0;color:#9a6700\"><b>" + html_escape(one_line(s)) +
+         "</b></p>";
+  }
 
   if (r.verdict) {
     const auto& v = *r.verdict;
@@ -546,6 +618,14 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   }
   h += "</pre>";
 
+  if (stalled) {  // no attachments: the final notice carries them
+    std::string footer =
+        one_line("Log so far: " + r.log_path + " on " + r.host + ". Sent by gpualert --stall.");
+    t += "\n-- \n" + footer + "\n";
+    h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" + html_escape(footer) +
+         "</p></body></html>\n";
+    return {t, h};
+  }
   std::vector<Fact> rows;
   std::string att_title = "Attachments (budget " + util::human_size(budget) + ")";
   t += "\n" + att_title + "\n";

@@ -44,8 +44,13 @@ struct Bodies {
 };
 
 // gpu_chart: the message carries the GPU chart (gpu_chart.hpp), shown under the GPUs table.
+// gpus_now: the stall notice's GPU lines (gpu_now_lines), shown when r.state is "stalled".
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& excerpt,
                     const std::vector<Attachment>& attachments, uint64_t budget,
-                    bool gpu_chart = false);
+                    bool gpu_chart = false, const std::vector<std::string>& gpus_now = {});
+
+// The final notice's line about a stall (--stall) the run had: when, and whether the
+// output resumed or gpualert stopped the job; "" without one.
+std::string stall_summary(const report::RunReport& r);
 
 }  // namespace notify

@@ -7,8 +7,11 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <vector>
+
+#include "util/text.hpp"
 
 namespace notify {
 
@@ -79,6 +82,67 @@ struct Point {
 };
 
 }  // namespace
+
+std::vector<std::string> gpu_now_lines(const std::string& gpus_jsonl) {
+  std::map<std::string, nlohmann::json> inventory, last;
+  std::vector<std::string> order;
+  std::istringstream in(gpus_jsonl);
+  for (std::string l; std::getline(in, l);) {
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (!j.is_object() || !j.contains("uuid") || !j["uuid"].is_string()) {
+      continue;
+    }
+    std::string uuid = j["uuid"].get<std::string>();
+    std::string type = j.value("type", "");
+    if (type == "inventory") {
+      inventory[uuid] = j;
+      order.push_back(uuid);
+    } else if (type == "sample" && !j.value("after_end", false)) {
+      last[uuid] = j;
+    }
+  }
+  auto number = [](const nlohmann::json& j, const char* k) -> std::optional<double> {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
+                                            : std::nullopt;
+  };
+  std::vector<std::string> out;
+  for (const auto& uuid : order) {
+    auto s = last.find(uuid);
+    if (s == last.end()) {
+      continue;
+    }
+    const auto& inv = inventory[uuid];
+    std::string line =
+        "GPU " + std::to_string(static_cast<int64_t>(number(inv, "job_index").value_or(0)));
+    if (auto it = inv.find("name"); it != inv.end() && it->is_string()) {
+      line += " (" + util::printable_line(it->get<std::string>()) + ")";
+    }
+    std::vector<std::string> parts;
+    if (auto u = number(s->second, "utilization")) {
+      parts.push_back("utilisation " + std::to_string(static_cast<int64_t>(*u)) + "%");
+    }
+    if (auto m = number(s->second, "memory_used")) {
+      std::string mem = "memory " + util::human_size(static_cast<uint64_t>(*m));
+      if (auto total = number(inv, "memory_total")) {
+        mem += " of " + util::human_size(static_cast<uint64_t>(*total));
+      }
+      parts.push_back(mem);
+    }
+    if (parts.empty()) {
+      continue;
+    }
+    line += ": " + parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) {
+      line += ", " + parts[i];
+    }
+    if (auto t = number(s->second, "t")) {
+      line += " (read " + util::human_duration(*t) + " into the run)";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
 
 std::string gpu_chart_png(const std::string& gpus_jsonl) {
   std::map<std::string, double> total;              // uuid -> memory total

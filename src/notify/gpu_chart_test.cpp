@@ -58,6 +58,27 @@ Image decode(const std::string& png) {
 const std::string k_inventory = R"({"type":"inventory","uuid":"GPU-a","memory_total":1000})"
                                 "\n";
 
+TEST(GpuChart, NowLinesTakeEachGpusLastReadingWhileTheJobRan) {
+  std::string jsonl =
+      R"({"type":"inventory","uuid":"GPU-a","job_index":0,"name":"NVIDIA H200","memory_total":1073741824})"
+      "\n"
+      R"({"type":"inventory","uuid":"GPU-b","job_index":1,"name":"NVIDIA H200"})"
+      "\n"
+      R"({"type":"sample","t":1,"uuid":"GPU-a","memory_used":536870912,"utilization":97})"
+      "\n"
+      R"({"type":"sample","t":2,"uuid":"GPU-a","memory_used":536870912,"utilization":0})"
+      "\n"
+      R"({"type":"sample","t":3,"uuid":"GPU-a","memory_used":0,"after_end":true})"
+      "\n"
+      R"({"type":"sample","t":2,"uuid":"GPU-b","utiliza)";  // being written
+  auto lines = notify::gpu_now_lines(jsonl);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "GPU 0 (NVIDIA H200): utilisation 0%, memory 512.0 MiB of 1.0 GiB (read 2.0s into "
+            "the run)");
+  EXPECT_TRUE(notify::gpu_now_lines("").empty());
+}
+
 TEST(GpuChart, MemoryLineAndTheEndMarked) {
   std::string jsonl =
       k_inventory + R"({"type":"sample","t":0,"uuid":"GPU-a","memory_used":500,"utilization":100})"

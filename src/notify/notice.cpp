@@ -86,8 +86,11 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   LogExcerpt ex = read_excerpt(log_path, kernel_path, r.verdict ? r.verdict->evidence : k_none);
   std::string cwd = r.cwd.empty() ? rn.run_dir : r.cwd;
   std::string host = r.host.empty() ? util::hostname() : r.host;
-  auto attachments =
-      gather_attachments(log_path, cwd, rn.attach, rn.budget_bytes, log_path + " on " + host);
+  // The stall notice goes out while the job runs: the log is attached to the final one.
+  const bool stalled = r.state == "stalled";
+  auto attachments = stalled ? std::vector<Attachment>()
+                             : gather_attachments(log_path, cwd, rn.attach, rn.budget_bytes,
+                                                  log_path + " on " + host);
   for (const auto& a : attachments) {
     if (!a.attached) {
       n.unattached.push_back(a.name + ": " + a.note);
@@ -96,10 +99,14 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   n.subject = build_subject(r);
   // The GPUs over the run, when gpualert-gpu kept a timeline (docs/gpu.md).
   std::string chart;
+  std::vector<std::string> gpus_now;
   if (auto timeline = util::read_file(rn.run_dir + "/gpus.jsonl"); timeline) {
     chart = gpu_chart_png(*timeline);
+    if (stalled) {
+      gpus_now = gpu_now_lines(*timeline);  // is the stalled job still computing?
+    }
   }
-  Bodies bodies = build_bodies(r, ex, attachments, rn.budget_bytes, !chart.empty());
+  Bodies bodies = build_bodies(r, ex, attachments, rn.budget_bytes, !chart.empty(), gpus_now);
 
   MailParts parts;
   parts.from = config.from.empty() ? default_from() : config.from;
@@ -112,6 +119,9 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   parts.extra_headers.push_back("X-Gpualert-Run: " + r.run_dir);
   if (r.verdict) {
     parts.extra_headers.push_back("X-Gpualert-Label: " + r.verdict->label);
+  }
+  if (stalled) {
+    parts.extra_headers.push_back("X-Gpualert-State: stalled");
   }
   auto msg = render_message(parts);
   if (!msg) {

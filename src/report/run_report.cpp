@@ -151,6 +151,20 @@ json to_json(const RunReport& r) {
   if (r.reconstructed) {
     j["reconstructed"] = util::valid_utf8(*r.reconstructed);
   }
+  if (r.stall) {
+    nlohmann::json s = {{"after_s", r.stall->after_s},
+                        {"action", r.stall->action},
+                        {"at_s", r.stall->at_s},
+                        {"killed", r.stall->killed},
+                        {"resumed", r.stall->resumed_at_s.has_value()}};
+    if (r.stall->resumed_at_s) {
+      s["resumed_at_s"] = *r.stall->resumed_at_s;
+    }
+    if (!r.stall->notice.empty()) {
+      s["notice"] = util::valid_utf8(r.stall->notice);
+    }
+    j["stall"] = s;
+  }
   if (!r.held_notices.empty()) {
     j["held_notices"] = r.held_notices;
   }
@@ -250,6 +264,29 @@ util::Result<RunReport> from_json(const json& j) {
       r.reconstructed = j["reconstructed"].get<std::string>();
     }
     get_if(j, "held_notices", r.held_notices);
+    if (auto it = j.find("stall"); it != j.end() && it->is_object()) {
+      StallFacts s;
+      auto num = [&](const char* k, double& out) {
+        if (auto v = it->find(k); v != it->end() && v->is_number()) {
+          out = v->get<double>();
+        }
+      };
+      num("after_s", s.after_s);
+      num("at_s", s.at_s);
+      if (auto v = it->find("resumed_at_s"); v != it->end() && v->is_number()) {
+        s.resumed_at_s = v->get<double>();
+      }
+      if (auto v = it->find("action"); v != it->end() && v->is_string()) {
+        s.action = v->get<std::string>();
+      }
+      if (auto v = it->find("killed"); v != it->end() && v->is_boolean()) {
+        s.killed = v->get<bool>();
+      }
+      if (auto v = it->find("notice"); v != it->end() && v->is_string()) {
+        s.notice = v->get<std::string>();
+      }
+      r.stall = s;
+    }
     // Reports written before "state" existed said "provisional:" in a warning.
     if (!j.contains("state")) {
       for (const auto& w : r.warnings) {

@@ -15,6 +15,16 @@
 
 namespace report {
 
+// --stall: the job printed nothing for `after_s` (report.json "stall").
+struct StallFacts {
+  double after_s = 0;                  // the --stall duration
+  std::string action = "notify";       // --stall-action: notify | kill
+  double at_s = 0;                     // seconds after the start when it was declared
+  bool killed = false;                 // --stall-action kill ended the job
+  std::optional<double> resumed_at_s;  // output came again (seconds after the start)
+  std::string notice;                  // what became of the stall notice (final report)
+};
+
 struct RunReport {
   std::string name;               // job name (--name or the command's basename)
   std::vector<std::string> argv;  // the command as given
@@ -42,7 +52,9 @@ struct RunReport {
   // ending the job, in case its SIGKILL ended the wrapper too) or "reconstructed"
   // (by `gpualert sweep`, from what a run whose wrapper was gone left behind).
   std::optional<uint64_t> cgroup_memory_peak;  // bytes, the job's memory cgroup (Slurm jobs)
+  // "stalled" is the report the stall notice is built from (stall.json, beside report.json).
   std::string state = "final";
+  std::optional<StallFacts> stall;
   std::optional<std::string> reconstructed;  // why the wrapper did not write it itself
   std::vector<std::string> held_notices;     // outbox entries a provisional report holds back
   // The job's GPUs as gpualert-gpu saw them (gpu/watch.hpp): one object per GPU

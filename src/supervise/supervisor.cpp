@@ -43,6 +43,7 @@ class Loop {
       maybe_keep_notice();
     }
     drain();
+    note_progress();  // output that came with the exit, or in the drain, resumed it too
     SuperviseResult r{*m_status, m_timed_out, m_forwarding.scheduler_ending(), m_events};
     r.stalled_at_s = m_stalled_at;
     r.stall_killed = m_stall_killed;
@@ -98,7 +99,7 @@ class Loop {
     }
     m_copied_seen = copied;
     m_last_output = Clock::now();
-    if (m_stalled_at && !m_resumed_at && !m_status) {
+    if (m_stalled_at && !m_resumed_at) {
       m_resumed_at = since_start(m_last_output);
     }
   }
