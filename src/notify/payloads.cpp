@@ -45,6 +45,9 @@ std::string who(const report::RunReport& r) {
 
 // "FAILED cuda_oom" / "succeeded".
 std::string outcome(const report::RunReport& r) {
+  if (r.state == "stalled" && r.stall) {  // the --stall notice of a job still running
+    return "STALLED (no output for " + util::human_duration(r.stall->after_s) + ")";
+  }
   if (is_success(r)) {
     return "succeeded";
   }
@@ -156,10 +159,14 @@ NtfyMessage ntfy_message(const report::RunReport& r) {
   bool ok = is_success(r);
   m.title = line_of(outcome(r) + ": " + who(r), 250);
   m.priority = ok ? "default" : "high";
-  std::string label = r.verdict && !r.verdict->label.empty() ? r.verdict->label : "unclassified";
+  std::string label = r.state == "stalled"                     ? "stalled"
+                      : r.verdict && !r.verdict->label.empty() ? r.verdict->label
+                                                               : "unclassified";
   // Tags that are emoji names show as the emoji; the label shows as a word.
-  m.tags = std::string(ok ? "white_check_mark" : "rotating_light") + "," +
-           sanitize_header_value(util::safe_file_component(label, 40), 40);
+  m.tags = std::string(r.state == "stalled" ? "hourglass"
+                       : ok                 ? "white_check_mark"
+                                            : "rotating_light") +
+           "," + sanitize_header_value(util::safe_file_component(label, 40), 40);
   m.message = valid_utf8(details(r));
   return m;
 }
