@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
@@ -290,6 +291,37 @@ sys.exit(code)
         self.assertTrue(pngs[0].get_content().startswith(b"\x89PNG\r\n\x1a\n"))
         self.assertIn("<th style=", html)
         self.assertIn("00000000:19:00.0", html)
+
+    def test_stall_notice_gives_each_gpus_last_reading(self):
+        # The job prints once it saw GPU 1 at 97 %, then is silent until the test has the
+        # stall mail (bounded), so the notice is read while the helper still samples.
+        flag = os.path.join(self.tmp, "stall-mail-arrived")
+        want = json.dumps({"type": "sample", "utilization": 97})
+        waiter = write_script(self.tmp, "wait_for.py", WAIT_FOR, 0o644)
+        job = (f"{PY} {waiter} '{want}' && i=0; while [ ! -e {flag} ] && [ $i -lt 600 ]; "
+               f"do sleep 0.1; i=$((i+1)); done")
+        with SmtpSink() as smtp:
+            env = self.gpu_env(TWO_GPUS, CUDA_VISIBLE_DEVICES="1", GPUALERT_TO="me@example.org",
+                               GPUALERT_FROM="gpualert@example.org",
+                               GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{smtp.port}")
+
+            def watch():
+                if wait_for(lambda: len(smtp.messages) >= 1, timeout=60):
+                    open(flag, "w").close()
+            t = threading.Thread(target=watch)
+            t.start()
+            p = subprocess.run([BIN, "run", "--log-dir", self.logs, "--stall", "1s", "--",
+                                "sh", "-c", job], capture_output=True, env=env, cwd=self.tmp,
+                               timeout=120)
+            t.join()
+            messages = smtp.messages
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(messages), 2)
+        msg = email.message_from_bytes(messages[0][2], policy=email.policy.default)
+        self.assertIn("STALLED", msg["Subject"])
+        text = msg.get_body(preferencelist=("plain",)).get_content().replace("\r\n", "\n")
+        self.assertRegex(text, r"\nGPUs at the last reading\n  GPU 0 \(NVIDIA H200\): "
+                         r"utilisation 97%, memory 7\.0 GiB of 141\.0 GiB \(read ")
 
 
 if __name__ == "__main__":
