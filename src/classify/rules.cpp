@@ -1,6 +1,7 @@
 // classify/rules.cpp: loading, checking and merging rule tables (TOML).
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -376,6 +377,10 @@ util::Result<RuleSet> RuleSet::load_default(bool with_documentation) {
 }
 
 util::Result<RuleSet> RuleSet::load_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {  // an ifstream would read it as empty
+    return util::Error{path + ": is a directory, not a rules file"};
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return util::errno_error("open " + path);
@@ -409,8 +414,8 @@ util::Status RuleSet::merge(const RuleSet& other) {
   return util::ok_status();
 }
 
-util::Result<RuleSet> load_rules(const std::vector<std::string>& extra) {
-  auto rules = RuleSet::load_default();
+util::Result<RuleSet> load_rules(const std::vector<std::string>& extra, bool with_defaults) {
+  auto rules = with_defaults ? RuleSet::load_default() : util::Result<RuleSet>(RuleSet());
   if (!rules) {
     return rules;
   }
