@@ -1,0 +1,65 @@
+// Structure that generalises beyond wordings: the cause inside a wrapper's report, the
+// first failing process over the cascade, and one rule for the spellings of one failure.
+#include <csignal>
+
+#include "classify/test_support.hpp"
+
+namespace classify {
+namespace {
+
+using testing::classify_text;
+using testing::exit_code;
+using testing::killed_by;
+
+TEST(Wrappers, TheCauseInsideAnUncaughtCppExceptionDecides) {
+  // what()'s message is read as if it stood alone: CUDA's bare "out of memory".
+  auto v = classify_text(
+      "terminate called after throwing an instance of 'std::runtime_error'\n"
+      "  what():  out of memory\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "cuda_oom");
+  // A peer that reset the connection is weak evidence, yet it names the cause; the
+  // exception's type (c10::DistNetworkError) does too.
+  v = classify_text(
+      "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+      "  what():  [2] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+      "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "comm_error");
+  v = classify_text(
+      "terminate called after throwing an instance of 'c10::DistNetworkError'\n"
+      "  what():  The client socket has failed to connect to any network address of (n1, 29500).\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "comm_error");
+  // Nothing explains what() or its type: the abort is the crash.
+  v = classify_text(
+      "terminate called after throwing an instance of 'MyLib::Oops'\n"
+      "  what():  oops\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "native_crash");
+}
+
+TEST(Wrappers, AnAbortFollowsTheErrorItAbortedOn) {
+  // One rank's abort is printed before another rank's NCCL error: the abort is the
+  // runtime's reaction, the NCCL error the cause.
+  auto v = classify_text(
+      "[rank1]: Fatal Python error: Aborted\n"
+      "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, "
+      "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.14.3\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "comm_error");
+  v = classify_text(
+      "rank 3: CUDA error at kernel.cu:120 code=2(cudaErrorMemoryAllocation)\n"
+      "mpirun noticed that process rank 3 with PID 0 on node n2 exited on signal 6 (Aborted).\n",
+      exit_code(134));
+  EXPECT_EQ(v.label, "cuda_oom");
+  v = classify_text("step 3\nAborted (core dumped)\n", killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "native_crash");
+}
+
+}  // namespace
+}  // namespace classify
