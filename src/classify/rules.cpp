@@ -158,6 +158,8 @@ class Loader {
         read_strings(value, what, rule.after);
       } else if (key == "cleared_by") {
         read_strings(value, what, rule.cleared_by);
+      } else if (key == "not_after") {
+        read_strings(value, what, rule.not_after);
       } else if (key == "examples") {
         read_strings(value, what, rule.examples);
       } else if (key == "not_examples") {
@@ -453,7 +455,7 @@ std::vector<std::string> RuleSet::check_references() const {
   }
   std::vector<std::string> errors;
   for (const Rule& r : m_impl->rules) {
-    for (const auto* list : {&r.needs, &r.unless, &r.after, &r.cleared_by}) {
+    for (const auto* list : {&r.needs, &r.unless, &r.after, &r.cleared_by, &r.not_after}) {
       for (const auto& ref : *list) {
         if (!ids.count(ref)) {
           errors.push_back(r.origin + ": rule '" + r.id + "': refers to unknown rule '" + ref +

@@ -61,5 +61,31 @@ TEST(Wrappers, AnAbortFollowsTheErrorItAbortedOn) {
   EXPECT_EQ(v.label, "native_crash");
 }
 
+TEST(Cascade, TheFirstFailingProcessDecidesOverTheInterruptsOfItsSiblings) {
+  auto v = classify_text(
+      "[rank1]: ValueError: shapes do not match\n"
+      "W1218 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+      "process 1235 closing signal SIGTERM\n"
+      "[rank0]: KeyboardInterrupt\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+  v = classify_text(
+      "0: FileNotFoundError: [Errno 2] No such file or directory: 'train.json'\n"
+      "srun: error: node12: task 0: Exited with exit code 1\n"
+      "srun: Terminating StepId=1234.0\n"
+      "1: KeyboardInterrupt\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "script_error");
+  // A person's Ctrl-C (or the scheduler's SIGTERM) reached the launcher first: cancelled.
+  v = classify_text(
+      "W1218 10:00:00.000000 1 torch/distributed/elastic/agent/server/api.py:704] Received "
+      "Signals.SIGTERM death signal, shutting down workers\n"
+      "W1218 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+      "process 1235 closing signal SIGTERM\n"
+      "[rank0]: KeyboardInterrupt\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "cancelled");
+}
+
 }  // namespace
 }  // namespace classify
