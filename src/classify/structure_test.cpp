@@ -87,5 +87,35 @@ TEST(Cascade, TheFirstFailingProcessDecidesOverTheInterruptsOfItsSiblings) {
   EXPECT_EQ(v.label, "cancelled");
 }
 
+TEST(Synonyms, OtherVendorsAndSchedulersSayTheSameThing) {
+  EXPECT_EQ(classify_text("RuntimeError: HIP error: out of memory\n", exit_code(1)).label,
+            "cuda_oom");
+  EXPECT_EQ(classify_text("RuntimeError: No HIP GPUs are available\n", exit_code(1)).label,
+            "cuda_setup");
+  EXPECT_EQ(classify_text(":0:rocdevice.cpp :2726: [pid:1 tid:0x7f] Callback: Queue 0x7f00 "
+                          "aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The "
+                          "agent attempted to access memory beyond the largest legal address. "
+                          "code: 0x29\nAborted (core dumped)\n",
+                          killed_by(SIGABRT))
+                .label,
+            "cuda_illegal_access");
+  EXPECT_EQ(classify_text("epoch 3\n=>> PBS: job killed: walltime 86430 exceeded limit 86400\n",
+                          killed_by(SIGKILL))
+                .label,
+            "time_limit");
+  EXPECT_EQ(classify_text("TERM_CPULIMIT: job killed after reaching LSF CPU usage limit.\n",
+                          exit_code(152))
+                .label,
+            "time_limit");
+  EXPECT_EQ(classify_text("flux-job: job.exception type=timeout severity=0 resource allocation "
+                          "expired\n",
+                          exit_code(142))
+                .label,
+            "time_limit");
+  EXPECT_EQ(classify_text("TERM_OWNER: job killed by owner.\n", exit_code(130)).label, "cancelled");
+  EXPECT_EQ(classify_text("TERM_PREEMPT: job killed after preemption.\n", exit_code(143)).label,
+            "preempted");
+}
+
 }  // namespace
 }  // namespace classify
