@@ -33,6 +33,7 @@ OOM_LOG = "step 1 loss 2.0\ntorch.OutOfMemoryError: CUDA out of memory. Tried to
 DISK_LOG = "step 1 loss 2.0\nOSError: [Errno 28] No space left on device\n"
 
 
+@unittest.skipUnless(shutil.which("git"), "the backfill reads git history")
 class FirstSightTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gpualert-first-sight-")
