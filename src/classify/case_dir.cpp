@@ -155,6 +155,17 @@ util::Result<CaseFacts> read_case_facts(const std::string& dir) {
     if (j->contains("label") && (*j)["label"].is_string()) {
       facts.label = (*j)["label"].get<std::string>();
     }
+    if (j->contains("first_verdict") && (*j)["first_verdict"].is_string()) {
+      facts.first_verdict = (*j)["first_verdict"].get<std::string>();
+    }
+    if (j->contains("batch")) {
+      const auto& b = (*j)["batch"];
+      if (b.is_string()) {
+        facts.batch = b.get<std::string>();
+      } else if (b.is_number_integer()) {
+        facts.batch = std::to_string(b.get<long long>());
+      }
+    }
   }
   const std::string kernel = (fs::path(dir) / "kernel.log").string();
   if (fs::exists(kernel, ec)) {

@@ -15,6 +15,9 @@ namespace classify {
 
 struct CaseFacts {
   std::optional<std::string> label;  // case.json's true label, when present
+  // case.json's `batch` (as text) and `first_verdict`: the label the rules gave the
+  // case when it was added, before any change for it (docs/evaluation.md).
+  std::optional<std::string> batch, first_verdict;
   ExitInfo exit;
   bool exit_known = false;  // case.json/report.json gave an exit status
   HostEvidence host;        // kernel.log, and what case.json/report.json say was read on the host

@@ -57,8 +57,10 @@ class RuleSet {
 };
 
 // The default rules with each file of `extra` merged on top, in order, references
-// checked: what `run --rules`, `classify --rules` and `eval --rules` use.
-util::Result<RuleSet> load_rules(const std::vector<std::string>& extra);
+// checked: what `run --rules`, `classify --rules` and `eval --rules` use. Without
+// `with_defaults` the files alone make the table (`eval --no-default-rules`: an old
+// revision's table, measured as it stood).
+util::Result<RuleSet> load_rules(const std::vector<std::string>& extra, bool with_defaults = true);
 
 class Scanner {
  public:

@@ -332,6 +332,7 @@ util::Result<std::shared_ptr<const CompiledRules>> CompiledRules::build(
     resolve(rule.unless, refs.unless, false);
     resolve(rule.after, refs.after, false);
     resolve(rule.cleared_by, refs.cleared_by, false);
+    resolve(rule.not_after, refs.not_after, false);
     out->m_refs.push_back(std::move(refs));
   }
   out->m_expressions = std::move(expressions);

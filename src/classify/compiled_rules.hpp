@@ -94,9 +94,9 @@ class CompiledRules {
   const std::vector<const LazyRegex*>& extractors(uint32_t rule) const { return m_extract[rule]; }
   const std::vector<const LazyRegex*>& global_extractors() const { return m_global; }
   // Condition references resolved to rule indexes (unknown ids dropped from
-  // `after`/`cleared_by`/`unless`; an unknown id in `needs` can never be met).
+  // `after`/`cleared_by`/`not_after`/`unless`; an unknown id in `needs` can never be met).
   struct Refs {
-    std::vector<int> needs, unless, after, cleared_by;
+    std::vector<int> needs, unless, after, cleared_by, not_after;
   };
   const Refs& refs(uint32_t rule) const { return m_refs[rule]; }
 

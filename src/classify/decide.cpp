@@ -193,6 +193,14 @@ Verdict decide(const CompiledRules& compiled, const std::vector<RuleHits>& hits,
         })) {
       return false;
     }
+    // A consequence of what came before it (a launcher stopping the other processes
+    // after one failed): the earlier failure decides.
+    const uint64_t first = facts_only ? position(Origin::end, 0) : h.first;
+    if (std::any_of(refs.not_after.begin(), refs.not_after.end(), [&](int r) {
+          return matched(hits, r) && hits[static_cast<size_t>(r)].first < first;
+        })) {
+      return false;
+    }
     return std::none_of(refs.cleared_by.begin(), refs.cleared_by.end(), [&](int r) {
       return matched(hits, r) && hits[static_cast<size_t>(r)].last > last;
     });

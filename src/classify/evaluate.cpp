@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "classify/case_dir.hpp"
 #include "classify/rule_hits.hpp"
@@ -156,6 +157,16 @@ util::Result<Evaluation> evaluate(const RuleSet& rules, const std::vector<std::s
     r.rule = v.rule;
     r.keyword = keyword_label(scanner.keyword_counts(facts->host), facts->exit);
     r.exit_status = exit_status_label(facts->exit);
+    r.batch = facts->batch.value_or("");
+    r.first_verdict = facts->first_verdict.value_or("");
+    for (Tally* t : {&e.total, &e.by_batch[r.batch]}) {
+      ++t->cases;
+      t->right += r.gold == r.predicted;
+      if (!r.first_verdict.empty()) {
+        ++t->first_known;
+        t->first_right += r.gold == r.first_verdict;
+      }
+    }
     ordered.emplace_back(r.gold, r.predicted);
     keyword.emplace_back(r.gold, r.keyword);
     exit_only.emplace_back(r.gold, r.exit_status);
@@ -169,6 +180,35 @@ util::Result<Evaluation> evaluate(const RuleSet& rules, const std::vector<std::s
 }
 
 namespace {
+
+nlohmann::json tally_json(const Tally& t) {
+  nlohmann::json j = {{"cases", t.cases}, {"right", t.right}};
+  j["first_sight"] = {
+      {"cases", t.first_known}, {"right", t.first_right}, {"unknown", t.cases - t.first_known}};
+  return j;
+}
+
+// Batches in numeric order when they are numbers ("2" before "10"), the unbatched last.
+std::vector<std::string> batch_order(const std::map<std::string, Tally>& by_batch) {
+  std::vector<std::string> names;
+  for (const auto& [name, tally] : by_batch) {
+    names.push_back(name);
+  }
+  auto key = [](const std::string& s) {
+    bool numeric =
+        !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return std::make_tuple(s.empty(), !numeric, numeric ? s.size() : 0, s);
+  };
+  std::sort(names.begin(), names.end(),
+            [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+  return names;
+}
+
+std::string percent(int n, int of) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", of ? 100.0 * n / of : 0.0);
+  return buf;
+}
 
 nlohmann::json scores_json(const Scores& s, bool full) {
   nlohmann::json j;
@@ -187,9 +227,20 @@ nlohmann::json scores_json(const Scores& s, bool full) {
 
 }  // namespace
 
-nlohmann::json to_json(const Evaluation& e) {
+nlohmann::json to_json(const Evaluation& e, bool by_batch) {
   nlohmann::json j = scores_json(e.rules, true);
   j["cases"] = e.cases.size();
+  j["right"] = e.total.right;
+  j["first_sight"] = tally_json(e.total)["first_sight"];
+  if (by_batch) {
+    nlohmann::json batches = nlohmann::json::array();
+    for (const auto& name : batch_order(e.by_batch)) {
+      nlohmann::json b = tally_json(e.by_batch.at(name));
+      b["batch"] = name.empty() ? nlohmann::json() : nlohmann::json(name);
+      batches.push_back(b);
+    }
+    j["by_batch"] = batches;
+  }
   j["baselines"] = {{"keyword", scores_json(e.keyword, false)},
                     {"exit_code", scores_json(e.exit_status, false)}};
   nlohmann::json mistakes = nlohmann::json::array();
@@ -205,15 +256,38 @@ nlohmann::json to_json(const Evaluation& e) {
   return j;
 }
 
-std::string to_text(const Evaluation& e) {
+std::string to_text(const Evaluation& e, bool by_batch) {
   std::ostringstream out;
   char buf[256];
   out << "cases: " << e.cases.size();
   if (!e.skipped.empty()) {
     out << " (" << e.skipped.size() << " skipped)";
   }
-  std::snprintf(buf, sizeof buf, " in %.2f s\n\n", e.seconds);
+  std::snprintf(buf, sizeof buf, " in %.2f s\n", e.seconds);
   out << buf;
+  const Tally& t = e.total;
+  if (t.first_known > 0) {
+    out << "first sight: " << t.first_right << " of " << t.first_known << " right ("
+        << percent(t.first_right, t.first_known) << "), the rules as they stood when each case"
+        << " was added; " << t.cases - t.first_known << " cases without a first verdict\n";
+  }
+  out << "now:         " << t.right << " of " << t.cases << " right (" << percent(t.right, t.cases)
+      << ")\n";
+  if (by_batch) {
+    std::snprintf(buf, sizeof buf, "\n%-10s %6s %12s %8s %8s %8s\n", "batch", "cases",
+                  "first sight", "first %", "now", "now %");
+    out << buf;
+    for (const auto& name : batch_order(e.by_batch)) {
+      const Tally& b = e.by_batch.at(name);
+      std::string first = std::to_string(b.first_right) + "/" + std::to_string(b.first_known);
+      std::string first_pct = b.first_known ? percent(b.first_right, b.first_known) : "-";
+      std::snprintf(buf, sizeof buf, "%-10s %6d %12s %8s %8d %8s\n",
+                    name.empty() ? "(none)" : name.c_str(), b.cases, first.c_str(),
+                    first_pct.c_str(), b.right, percent(b.right, b.cases).c_str());
+      out << buf;
+    }
+  }
+  out << "\n";
   std::snprintf(buf, sizeof buf, "%-22s %9s %9s %9s %8s %12s %12s\n", "label", "precision",
                 "recall", "f1", "support", "f1 keyword", "f1 exit");
   out << buf;

@@ -20,10 +20,19 @@ namespace classify {
 struct CaseResult {
   std::string path;
   std::string gold;
-  std::string predicted;    // ordered rules
-  std::string rule;         // the rule that decided
-  std::string keyword;      // keyword baseline
-  std::string exit_status;  // exit-status baseline
+  std::string predicted;      // ordered rules
+  std::string rule;           // the rule that decided
+  std::string keyword;        // keyword baseline
+  std::string exit_status;    // exit-status baseline
+  std::string batch;          // case.json's batch, "" when none
+  std::string first_verdict;  // the label given when the case was added, "" when unknown
+};
+
+// Right out of cases: the current verdicts and, over the cases that record one, the
+// verdicts given when each case was first seen (before any rule change for it).
+struct Tally {
+  int cases = 0, right = 0;
+  int first_known = 0, first_right = 0;
 };
 
 struct LabelScore {
@@ -41,6 +50,8 @@ struct Evaluation {
   std::vector<CaseResult> cases;
   std::vector<std::string> skipped;  // "path: why" for case dirs that could not be read
   Scores rules, keyword, exit_status;
+  Tally total;
+  std::map<std::string, Tally> by_batch;  // cases with a batch; "" holds the rest
   double seconds = 0;
 };
 
@@ -56,7 +67,8 @@ std::string exit_status_label(const ExitInfo& exit);
 
 util::Result<Evaluation> evaluate(const RuleSet& rules, const std::vector<std::string>& roots);
 
-nlohmann::json to_json(const Evaluation& e);
-std::string to_text(const Evaluation& e);
+// `by_batch` adds the tallies of each batch.
+nlohmann::json to_json(const Evaluation& e, bool by_batch = false);
+std::string to_text(const Evaluation& e, bool by_batch = false);
 
 }  // namespace classify

@@ -98,6 +98,7 @@ void emit_rule(std::ofstream& out, const classify::Rule& r) {
   list("unless", r.unless);
   list("after", r.after);
   list("cleared_by", r.cleared_by);
+  list("not_after", r.not_after);
   str("action", r.action);
   str("note", r.note);
   str("caveat", r.caveat);

@@ -1,6 +1,7 @@
 // classify/rules.cpp: loading, checking and merging rule tables (TOML).
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -157,6 +158,8 @@ class Loader {
         read_strings(value, what, rule.after);
       } else if (key == "cleared_by") {
         read_strings(value, what, rule.cleared_by);
+      } else if (key == "not_after") {
+        read_strings(value, what, rule.not_after);
       } else if (key == "examples") {
         read_strings(value, what, rule.examples);
       } else if (key == "not_examples") {
@@ -378,6 +381,10 @@ util::Result<RuleSet> RuleSet::load_default(bool with_documentation) {
 }
 
 util::Result<RuleSet> RuleSet::load_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {  // an ifstream would read it as empty
+    return util::Error{path + ": is a directory, not a rules file"};
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return util::errno_error("open " + path);
@@ -411,8 +418,8 @@ util::Status RuleSet::merge(const RuleSet& other) {
   return util::ok_status();
 }
 
-util::Result<RuleSet> load_rules(const std::vector<std::string>& extra) {
-  auto rules = RuleSet::load_default();
+util::Result<RuleSet> load_rules(const std::vector<std::string>& extra, bool with_defaults) {
+  auto rules = with_defaults ? RuleSet::load_default() : util::Result<RuleSet>(RuleSet());
   if (!rules) {
     return rules;
   }
@@ -450,7 +457,7 @@ std::vector<std::string> RuleSet::check_references() const {
   }
   std::vector<std::string> errors;
   for (const Rule& r : m_impl->rules) {
-    for (const auto* list : {&r.needs, &r.unless, &r.after, &r.cleared_by}) {
+    for (const auto* list : {&r.needs, &r.unless, &r.after, &r.cleared_by, &r.not_after}) {
       for (const auto& ref : *list) {
         if (!ids.count(ref)) {
           errors.push_back(r.origin + ": rule '" + r.id + "': refers to unknown rule '" + ref +

@@ -66,6 +66,7 @@ struct Rule {
   std::vector<std::string> unless;  // none of these matched
   std::vector<std::string> after;   // each matched before this rule's last evidence
   std::vector<std::string> cleared_by;  // void if one of these matched after our last evidence
+  std::vector<std::string> not_after;   // void if one of these matched before our first evidence
 
   std::string action;  // empty: the taxonomy's first action for the label
   std::string note;

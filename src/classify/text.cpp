@@ -103,6 +103,16 @@ size_t strip_one(std::string_view s, int* rank) {
   while (sp < s.size() && sp < 4 && s[sp] == ' ') {
     ++sp;
   }
+  // The C++ runtime's "  what():  " before an uncaught exception's message: the message
+  // is the cause, read as if it stood alone.
+  constexpr std::string_view k_what = "what():";
+  if (s.substr(sp, k_what.size()) == k_what) {
+    size_t i = sp + k_what.size();
+    while (i < s.size() && s[i] == ' ') {
+      ++i;
+    }
+    return i;
+  }
   size_t n = digits_at(s, sp);
   if (n > 0 && n <= 5 && sp + n + 1 < s.size() && s[sp + n] == ':' && s[sp + n + 1] == ' ') {
     *rank = to_int(s.substr(sp, n));
@@ -115,9 +125,10 @@ size_t strip_one(std::string_view s, int* rank) {
 
 Stripped strip_prefixes(std::string_view line) {
   Stripped out{line, -1};
-  // Most lines start with none of '[', a digit, a space or a glog severity letter.
-  if (line.empty() ||
-      !(line[0] == '[' || line[0] == ' ' || is_digit(line[0]) || is_severity(line[0]))) {
+  // Most lines start with none of '[', a digit, a space, a glog severity letter or the
+  // 'w' of "what():".
+  if (line.empty() || !(line[0] == '[' || line[0] == ' ' || is_digit(line[0]) ||
+                        is_severity(line[0]) || line[0] == 'w')) {
     return out;
   }
   for (int round = 0; round < 6; ++round) {

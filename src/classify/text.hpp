@@ -21,8 +21,9 @@ struct Stripped {
 // Removes the prefixes that launchers and loggers put in front of messages, as many
 // as are stacked: "[rank3]:", "[default0]:", srun -l "0: ", mpirun "[1,0]<stderr>:",
 // glog "[E1218 20:27:21.426 file.cpp:629] " / "[E file.cpp:475] ", and the
-// python-glog "W0616 00:37:22.876000 4015698 file.py:900] ". Rules anchored with ^
-// then see the message itself.
+// python-glog "W0616 00:37:22.876000 4015698 file.py:900] ", and the C++ runtime's
+// "  what():  " before an uncaught exception's message. Rules anchored with ^ then see
+// the message itself.
 Stripped strip_prefixes(std::string_view line);
 
 // Text fit for a report: invalid UTF-8 bytes become U+FFFD, control characters

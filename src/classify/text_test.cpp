@@ -70,6 +70,13 @@ TEST(Text, StripPrefixes) {
       strip_prefixes("W0616 00:37:22.876000 4015698 torch/distributed/elastic/api.py:900] msg")
           .text,
       "msg");
+  // An uncaught C++ exception's message, alone or behind a rank's prefix.
+  EXPECT_EQ(strip_prefixes("  what():  out of memory").text, "out of memory");
+  s = strip_prefixes("[rank2]:  what():  std::bad_alloc");
+  EXPECT_EQ(s.text, "std::bad_alloc");
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(strip_prefixes("what(): x").text, "x");
+  EXPECT_EQ(strip_prefixes("whatever(): x").text, "whatever(): x");
   EXPECT_EQ(strip_prefixes("[INFO] not a glog prefix").text, "[INFO] not a glog prefix");
   EXPECT_EQ(strip_prefixes("Epoch 1: 100%").text, "Epoch 1: 100%");
 }

@@ -79,7 +79,8 @@ int cmd_classify(int argc, char** argv) {
   app.add_option("--kernel-log", kernel_log, "kernel messages seen during the run (dmesg lines)");
   app.add_flag("--wrapper-timeout", wrapper_timeout, "gpualert's --timeout stopped the job");
   app.add_flag("--json", json, "print the verdict as JSON");
-  app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("LOGFILE", log_path, "the job's output (output.log)")->required();
   if (auto done = parse_args(app, argc, argv, "classify")) {
     return *done;

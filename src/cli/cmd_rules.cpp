@@ -95,13 +95,15 @@ int cmd_rules(int argc, char** argv) {
   std::vector<std::string> rule_files, check_targets;
   bool json = false, ere = false;
   auto* list = app.add_subcommand("list", "list the rules in priority order (id, label, tier)");
-  list->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  list->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
+      ->allow_extra_args(false);
   list->add_flag("--json", json, "print as JSON");
   auto* check = app.add_subcommand("check", "check rules files; errors as FILE:LINE: message");
   check->add_option("FILE", check_targets, "rules file (TOML)")->required();
   auto* patterns = app.add_subcommand("patterns", "");  // hidden: for the benchmark
   patterns->group("");
-  patterns->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  patterns->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
+      ->allow_extra_args(false);
   patterns->add_flag("--ere", ere, "as GNU grep -E patterns");
   if (argc < 2) {  // no subcommand: a usage error that shows which there are
     use_help_formatter(app);
