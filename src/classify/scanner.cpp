@@ -12,11 +12,11 @@
 #include <algorithm>
 
 #include "classify/classifier.hpp"
-#include "classify/line_splitter.hpp"
 #include "classify/rule_hits.hpp"
 #include "classify/rule_set_impl.hpp"
 #include "classify/taxonomy.hpp"
 #include "classify/text.hpp"
+#include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
 namespace classify {
@@ -77,7 +77,7 @@ bool mentions_warning(std::string_view s) {
 struct Scanner::Impl {
   std::shared_ptr<const CompiledRules> rules;
   hs_scratch_t* scratch = nullptr;
-  LineSplitter splitter;
+  util::LineSplitter splitter;
   Block block;
   std::vector<RuleHits> hits;
   Scanner::LineObserver observer;  // eval's baselines only; empty for run and classify
@@ -305,7 +305,7 @@ struct Scanner::Impl {
       b.source = source;
       for (const auto& line : lines) {
         ++n;
-        LineSplitter splitter;
+        util::LineSplitter splitter;
         auto on_seg = [&](std::string_view seg, uint64_t) { add(b, seg, n); };
         splitter.feed(line, on_seg);
         splitter.finish(on_seg);
@@ -339,7 +339,7 @@ void Scanner::init(util::Result<std::shared_ptr<const CompiledRules>> compiled) 
   s.hits.resize(n);
   s.matched.assign(n, 0);
   s.excluded.assign(n, 0);
-  s.block.text.reserve(k_block_bytes + k_line_cap + 1);
+  s.block.text.reserve(k_block_bytes + util::k_line_cap + 1);
 }
 
 Scanner::~Scanner() = default;

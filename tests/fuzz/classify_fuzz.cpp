@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "classify/classifier.hpp"
-#include "classify/line_splitter.hpp"
 #include "classify/text.hpp"
+#include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
 namespace {
@@ -37,7 +37,7 @@ classify::Verdict run(std::string_view log, size_t chunk, const classify::ExitIn
 
 std::vector<std::pair<std::string, uint64_t>> segments(std::string_view data, size_t chunk) {
   std::vector<std::pair<std::string, uint64_t>> out;
-  classify::LineSplitter splitter(64);  // a small cap exercises the long-line path
+  util::LineSplitter splitter(64);  // a small cap exercises the long-line path
   auto cb = [&](std::string_view seg, uint64_t line) { out.emplace_back(seg, line); };
   for (size_t i = 0; i < data.size(); i += chunk) {
     splitter.feed(data.substr(i, chunk), cb);
