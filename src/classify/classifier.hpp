@@ -19,10 +19,16 @@
 #include <string_view>
 #include <vector>
 
-#include "classify/verdict.hpp"
+#include "model/verdict.hpp"
 #include "util/result.hpp"
 
 namespace classify {
+
+// The classifier speaks the shared vocabulary (model/verdict.hpp).
+using model::EvidenceLine;
+using model::ExitInfo;
+using model::HostEvidence;
+using model::Verdict;
 
 struct Rule;  // defined in classify/rules.hpp
 class CompiledRules;

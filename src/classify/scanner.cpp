@@ -16,6 +16,7 @@
 #include "classify/rule_set_impl.hpp"
 #include "classify/taxonomy.hpp"
 #include "classify/text.hpp"
+#include "report/run_dir.hpp"
 #include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
@@ -23,7 +24,7 @@ namespace classify {
 
 namespace {
 
-constexpr std::string_view k_marker = "#gpualert# ";
+using report::k_marker;  // the wrapper's own lines in output.log
 constexpr size_t k_max_wrapper_lines = 64;
 constexpr size_t k_block_bytes = 1 << 20;
 

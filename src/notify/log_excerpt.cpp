@@ -140,7 +140,7 @@ std::vector<std::string> tail_lines(std::string_view raw, size_t keep, bool* cut
 }
 
 LogExcerpt read_excerpt(const std::string& log_path, const std::string& kernel_path,
-                        const std::vector<classify::EvidenceLine>& evidence) {
+                        const std::vector<model::EvidenceLine>& evidence) {
   LogExcerpt ex;
   std::vector<EvidenceWindow*> log_windows, kernel_windows;
   ex.evidence.reserve(evidence.size());
