@@ -7,7 +7,7 @@
 // instead of lines matters: a training log is mostly short progress lines, and a
 // call per line would cost more than the matching itself. Everything about the
 // verdict is decided at the end (decide.cpp).
-#include <hs/hs.h>
+#include <hs.h>
 
 #include <algorithm>
 
