@@ -34,7 +34,7 @@ void OnlineDiagnosis::skip(uint64_t bytes, uint64_t newlines) {
 }
 
 model::Verdict OnlineDiagnosis::verdict(const model::ExitInfo& exit,
-                                           const model::HostEvidence& host) {
+                                        const model::HostEvidence& host) {
   if (!m_scanner) {
     model::Verdict v;
     v.label = exit.exit_code && *exit.exit_code == 0 ? "success" : "unknown";

@@ -71,8 +71,7 @@ class CollectStats : public ::testing::Test {
     v.rule = label + "-rule";
     r.verdict = v;
     std::filesystem::create_directories(m_dir + "/" + name);
-    ASSERT_TRUE(
-        util::write_file_atomic(m_dir + "/" + name + "/report.json", report::to_text(r), 0644));
+    ASSERT_TRUE(report::save(m_dir + "/" + name + "/report.json", r));
   }
 
   std::string m_dir;
