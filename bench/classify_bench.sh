@@ -1,6 +1,6 @@
 #!/bin/sh
 # Classifier throughput on a 1 GiB training-style log, beside GNU grep -E -c with the
-# same patterns (exported by the hidden `gpualert rules patterns --ere`).
+# same patterns (exported by the benchmark's ere_patterns, built beside gpualert).
 #
 # usage: bench/classify_bench.sh [GPUALERT_BINARY]   (default: build/gpualert)
 # Environment: BENCH_DIR (where the generated log goes; default a temporary dir,
@@ -29,7 +29,7 @@ if [ ! -s "$log" ] || [ "$(($(wc -c <"$log") / 1048576))" -lt "$size_mb" ]; then
   echo "generating a ${size_mb} MiB training log in $dir ..."
   "$python" "$root/bench/gen_training_log.py" "$log" "$size_mb"
 fi
-"$bin" rules patterns --ere >"$patterns"
+"$(dirname "$bin")/bench/ere_patterns" >"$patterns"
 bytes=$(wc -c <"$log")
 cat "$log" >/dev/null  # warm the page cache for both tools
 

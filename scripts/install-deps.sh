@@ -5,8 +5,17 @@
 # Idempotent and quick when everything is present: it asks apt only for what is missing.
 set -euo pipefail
 
+# Hyperscan is packaged for amd64 only; elsewhere (arm64) its portable fork Vectorscan has
+# the same API. The two conflict: where Vectorscan is installed it is kept. GPUALERT_HS_PACKAGE
+# chooses (libhyperscan-dev or libvectorscan-dev).
+hs_pkg=libhyperscan-dev
+if [ "$(dpkg --print-architecture)" != amd64 ] ||
+  dpkg-query -W -f='${Status}' libvectorscan-dev 2>/dev/null | grep -q "install ok installed"; then
+  hs_pkg=libvectorscan-dev
+fi
+hs_pkg=${GPUALERT_HS_PACKAGE:-$hs_pkg}
 build_pkgs=(cmake ninja-build g++ pkg-config make
-  libcurl4-openssl-dev libre2-dev libhyperscan-dev libtomlplusplus-dev libcli11-dev
+  libcurl4-openssl-dev libre2-dev "$hs_pkg" libtomlplusplus-dev libcli11-dev
   nlohmann-json3-dev zlib1g-dev)
 run_pkgs=(python3)
 install_pkgs=(pandoc)

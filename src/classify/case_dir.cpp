@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "classify/taxonomy.hpp"
+#include "report/run_report.hpp"
 
 namespace classify {
 
@@ -32,7 +33,8 @@ util::Result<nlohmann::json> read_json(const std::string& path) {
   }
 }
 
-// Reads exit_code / signal / wrapper_timeout from a case.json or report.json object.
+// Reads exit_code / signal / wrapper_timeout and the host facts from a corpus case's
+// case.json (report.json is read by report::load, its one reader).
 util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFacts& facts) {
   if (!j.is_object()) {
     return util::Error{path + ": expected a JSON object"};
@@ -67,7 +69,7 @@ util::Status read_exit(const nlohmann::json& j, const std::string& path, CaseFac
     facts.host.cgroup_oom_kills = j["cgroup_oom_kills"].get<int64_t>();
   }
   // Whether the run's kernel log could be read (empty or not).
-  // What the scheduler said of a job it ended (report.json of `run`).
+  // What the scheduler said of a job it ended (as report.json has it).
   if (j.contains("scheduler_lines") && j["scheduler_lines"].is_array()) {
     for (const auto& l : j["scheduler_lines"]) {
       if (l.is_string()) {
@@ -127,13 +129,17 @@ util::Result<CaseFacts> read_case_facts(const std::string& dir) {
   const std::string report_json = (fs::path(dir) / "report.json").string();
   std::error_code ec;
   if (fs::exists(report_json, ec)) {
-    auto j = read_json(report_json);
-    if (!j) {
-      return util::Error{j.error()};
+    auto report = report::load(report_json);
+    if (!report) {
+      return util::Error{report.error()};
     }
-    if (auto st = read_exit(*j, report_json, facts); !st) {
-      return util::Error{st.error()};
+    auto exit = report::exit_info(*report);
+    if (!exit) {
+      return util::Error{report_json + ": " + exit.error()};
     }
+    facts.exit = *exit;
+    facts.exit_known = report->exit_code.has_value() || report->signal.has_value();
+    facts.host = report::host_evidence(*report);
   }
   if (fs::exists(case_json, ec)) {
     auto j = read_json(case_json);

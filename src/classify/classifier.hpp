@@ -12,16 +12,23 @@
 // - finish() then verdict(exit, host) decides the label in rule order.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "classify/verdict.hpp"
+#include "model/verdict.hpp"
 #include "util/result.hpp"
 
 namespace classify {
+
+// The classifier speaks the shared vocabulary (model/verdict.hpp).
+using model::EvidenceLine;
+using model::ExitInfo;
+using model::HostEvidence;
+using model::Verdict;
 
 struct Rule;  // defined in classify/rules.hpp
 class CompiledRules;
@@ -84,9 +91,12 @@ class Scanner {
   void finish();
   Verdict verdict(const ExitInfo& exit, const HostEvidence& host) const;
   uint64_t lines_seen() const;
-  // Lines of the log that matched each label's patterns, ignoring order, exclusions and
-  // conditions (plus kernel lines): the keyword baseline of `gpualert eval`.
-  std::map<std::string, uint64_t> keyword_counts(const HostEvidence& host) const;
+  // Called for each line that matched a pattern, with the rules it matched (exclusions,
+  // conditions and order not applied): the log's lines as they are scanned, then the
+  // host's in verdict(). `gpualert eval` builds its keyword baseline on it, so the
+  // baseline costs `run` and `classify` nothing.
+  using LineObserver = std::function<void(const std::vector<const Rule*>& matched)>;
+  void observe_lines(LineObserver observer);
   // Ids of the rules and markers that have evidence in the log so far (conditions not
   // applied): lets tests and `rules` tooling ask which rules a line feeds.
   std::vector<std::string> evidence_rules() const;

@@ -1,6 +1,6 @@
 #include "classify/compiled_rules.hpp"
 
-#include <hs/hs.h>
+#include <hs.h>  // pkg-config's include dir: Hyperscan or Vectorscan, wherever installed
 
 #include <algorithm>
 #include <cstdio>

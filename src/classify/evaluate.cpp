@@ -10,6 +10,7 @@
 
 #include "classify/case_dir.hpp"
 #include "classify/rule_hits.hpp"
+#include "classify/rules.hpp"
 #include "classify/taxonomy.hpp"
 
 namespace classify {
@@ -145,6 +146,19 @@ util::Result<Evaluation> evaluate(const RuleSet& rules, const std::vector<std::s
       continue;
     }
     Scanner scanner(rules);
+    // The keyword baseline: lines per label, each line counted once per label.
+    std::map<std::string, uint64_t> keyword_counts;
+    scanner.observe_lines([&keyword_counts](const std::vector<const Rule*>& matched) {
+      std::set<std::string_view> line_labels;
+      for (const Rule* rule : matched) {
+        if (find_label(rule->label)) {  // markers have no label
+          line_labels.insert(rule->label);
+        }
+      }
+      for (std::string_view label : line_labels) {
+        ++keyword_counts[std::string(label)];
+      }
+    });
     if (auto st = scan_file((fs::path(dir) / "output.log").string(), scanner); !st) {
       e.skipped.push_back(dir + ": " + st.error());
       continue;
@@ -155,7 +169,7 @@ util::Result<Evaluation> evaluate(const RuleSet& rules, const std::vector<std::s
     r.gold = *facts->label;
     r.predicted = v.label;
     r.rule = v.rule;
-    r.keyword = keyword_label(scanner.keyword_counts(facts->host), facts->exit);
+    r.keyword = keyword_label(keyword_counts, facts->exit);
     r.exit_status = exit_status_label(facts->exit);
     r.batch = facts->batch.value_or("");
     r.first_verdict = facts->first_verdict.value_or("");

@@ -3,6 +3,6 @@
 
 namespace classify {
 
-bool embedded_rule_table(std::vector<Rule>&, std::vector<std::string>&) { return false; }
+bool embedded_rule_table(std::vector<Rule>&, std::vector<std::string>&, bool) { return false; }
 
 }  // namespace classify

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "classify/classifier.hpp"
 #include "classify/compiled_rules.hpp"
-#include "classify/verdict.hpp"
 
 namespace classify {
 

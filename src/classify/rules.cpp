@@ -43,11 +43,9 @@ namespace {
 // Collects "FILE:LINE: message" errors while one table is read.
 class Loader {
  public:
-  // The embedded table is compiled as a whole when first used (its RE2 parts only
-  // when a line needs them) and checked pattern by pattern, extractors included, in
-  // the unit tests; only files from users pay for one compile per pattern and
-  // extractor (which is what gives them an error naming the rule and line), so that
-  // `run` does not pay for it before every job.
+  // Files from users pay for one compile per pattern and extractor (which is what
+  // gives them an error naming the rule and line); so does the default table, once,
+  // when gpualert-rulegen turns it into C++ at build time.
   Loader(std::string name, bool check_each_pattern)
       : m_name(std::move(name)), m_check_each(check_each_pattern) {}
 
@@ -372,12 +370,10 @@ util::Result<RuleSet> RuleSet::load_string(std::string_view text, const std::str
 util::Result<RuleSet> RuleSet::load_default(bool with_documentation) {
   RuleSet set;
   Impl& impl = *set.m_impl;
-  if (!with_documentation && embedded_rule_table(impl.rules, impl.global_extract)) {
-    return set;
+  if (!embedded_rule_table(impl.rules, impl.global_extract, with_documentation)) {
+    return util::Error{"default_rules.toml: this program was built without the default table"};
   }
-  Loader loader("default_rules.toml", false);
-  return loader.load(with_documentation ? default_rules_toml() : lean_default_rules_toml(),
-                     std::move(set), impl);
+  return set;
 }
 
 util::Result<RuleSet> RuleSet::load_file(const std::string& path) {

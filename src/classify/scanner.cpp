@@ -7,23 +7,24 @@
 // instead of lines matters: a training log is mostly short progress lines, and a
 // call per line would cost more than the matching itself. Everything about the
 // verdict is decided at the end (decide.cpp).
-#include <hs/hs.h>
+#include <hs.h>
 
 #include <algorithm>
 
 #include "classify/classifier.hpp"
-#include "classify/line_splitter.hpp"
 #include "classify/rule_hits.hpp"
 #include "classify/rule_set_impl.hpp"
 #include "classify/taxonomy.hpp"
 #include "classify/text.hpp"
+#include "report/run_dir.hpp"
+#include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
 namespace classify {
 
 namespace {
 
-constexpr std::string_view k_marker = "#gpualert# ";
+using report::k_marker;  // the wrapper's own lines in output.log
 constexpr size_t k_max_wrapper_lines = 64;
 constexpr size_t k_block_bytes = 1 << 20;
 
@@ -77,11 +78,10 @@ bool mentions_warning(std::string_view s) {
 struct Scanner::Impl {
   std::shared_ptr<const CompiledRules> rules;
   hs_scratch_t* scratch = nullptr;
-  LineSplitter splitter;
+  util::LineSplitter splitter;
   Block block;
   std::vector<RuleHits> hits;
-  std::vector<uint64_t> label_lines;  // keyword baseline, by index into labels()
-  std::vector<int> rule_label;        // index into labels(), -1 for markers
+  Scanner::LineObserver observer;  // eval's baselines only; empty for run and classify
   std::vector<std::string> wrapper_lines;
   bool finished = false;
   bool warmed_up = false;
@@ -91,8 +91,9 @@ struct Scanner::Impl {
   // Scratch, reused.
   std::vector<Match> matches;
   std::vector<unsigned> line_ids;
-  std::vector<uint8_t> matched, excluded, label_seen;
+  std::vector<uint8_t> matched, excluded;
   std::vector<uint32_t> touched;
+  std::vector<const Rule*> observed;
   std::string ansi;
 
   ~Impl() { hs_free_scratch(scratch); }
@@ -109,7 +110,7 @@ struct Scanner::Impl {
       warm_up();
     }
     if (block.text.size() >= k_block_bytes) {
-      flush(block, Origin::log, hits, &label_lines);
+      flush(block, Origin::log, hits);
     }
   }
 
@@ -158,8 +159,7 @@ struct Scanner::Impl {
   }
 
   // Scans the block and records its evidence into `into`.
-  void flush(Block& b, Origin origin, std::vector<RuleHits>& into,
-             std::vector<uint64_t>* keyword_lines) {
+  void flush(Block& b, Origin origin, std::vector<RuleHits>& into) {
     if (b.lines.empty()) {
       return;
     }
@@ -195,14 +195,14 @@ struct Scanner::Impl {
         }
         std::sort(line_ids.begin(), line_ids.end());
         line_ids.erase(std::unique(line_ids.begin(), line_ids.end()), line_ids.end());
-        process_line(b, b.lines[li], origin, into, keyword_lines);
+        process_line(b, b.lines[li], origin, into);
       }
     }
     b.clear();
   }
 
   void process_line(const Block& b, const Block::Line& line, Origin origin,
-                    std::vector<RuleHits>& into, std::vector<uint64_t>* keyword_lines) {
+                    std::vector<RuleHits>& into) {
     std::string_view text(b.text.data() + line.offset, line.length);
     touched.clear();
     for (unsigned id : line_ids) {
@@ -225,13 +225,17 @@ struct Scanner::Impl {
       const Rule& rule = rules->rules()[r];
       specific |= matched[r] && !excluded[r] && !rule.is_marker && !rule.yields;
     }
+    if (observer) {
+      observed.clear();
+      for (uint32_t r : touched) {
+        if (matched[r]) {
+          observed.push_back(&rules->rules()[r]);
+        }
+      }
+      observer(observed);
+    }
     for (uint32_t r : touched) {
       const Rule& rule = rules->rules()[r];
-      const int label = rule_label[r];
-      if (keyword_lines && matched[r] && label >= 0 && !label_seen[static_cast<size_t>(label)]) {
-        label_seen[static_cast<size_t>(label)] = 1;
-        ++(*keyword_lines)[static_cast<size_t>(label)];
-      }
       bool source_ok =
           rule.source == Source::any || (rule.source == Source::log) == (origin == Origin::log);
       if (matched[r] && !excluded[r] && source_ok && !(rule.yields && specific)) {
@@ -240,9 +244,6 @@ struct Scanner::Impl {
     }
     for (uint32_t r : touched) {
       matched[r] = excluded[r] = 0;
-      if (rule_label[r] >= 0) {
-        label_seen[static_cast<size_t>(rule_label[r])] = 0;
-      }
     }
   }
 
@@ -298,23 +299,22 @@ struct Scanner::Impl {
   // source), then what the scheduler said about the job's end (numbered after them,
   // source "scheduler"), then NVML's Xid events (source "gpu"). All are host facts,
   // ordered before the log.
-  void scan_kernel(const HostEvidence& host, std::vector<RuleHits>& into,
-                   std::vector<uint64_t>* keyword_lines) {
+  void scan_kernel(const HostEvidence& host, std::vector<RuleHits>& into) {
     uint64_t n = 0;
     auto scan = [&](const std::vector<std::string>& lines, const char* source) {
       Block b;
       b.source = source;
       for (const auto& line : lines) {
         ++n;
-        LineSplitter splitter;
+        util::LineSplitter splitter;
         auto on_seg = [&](std::string_view seg, uint64_t) { add(b, seg, n); };
         splitter.feed(line, on_seg);
         splitter.finish(on_seg);
         if (b.text.size() >= k_block_bytes) {
-          flush(b, Origin::kernel, into, keyword_lines);
+          flush(b, Origin::kernel, into);
         }
       }
-      flush(b, Origin::kernel, into, keyword_lines);
+      flush(b, Origin::kernel, into);
     };
     scan(host.kernel_lines, nullptr);
     scan(host.scheduler_lines, "scheduler");
@@ -340,13 +340,7 @@ void Scanner::init(util::Result<std::shared_ptr<const CompiledRules>> compiled) 
   s.hits.resize(n);
   s.matched.assign(n, 0);
   s.excluded.assign(n, 0);
-  s.label_lines.assign(labels().size(), 0);
-  s.label_seen.assign(labels().size(), 0);
-  for (const Rule& rule : s.rules->rules()) {
-    const LabelInfo* info = find_label(rule.label);  // none for a marker
-    s.rule_label.push_back(info ? static_cast<int>(info - labels().data()) : -1);
-  }
-  s.block.text.reserve(k_block_bytes + k_line_cap + 1);
+  s.block.text.reserve(k_block_bytes + util::k_line_cap + 1);
 }
 
 Scanner::~Scanner() = default;
@@ -374,7 +368,7 @@ void Scanner::finish() {
   }
   s.finished = true;
   s.splitter.finish([&s](std::string_view seg, uint64_t line) { s.on_segment(seg, line); });
-  s.flush(s.block, Origin::log, s.hits, &s.label_lines);
+  s.flush(s.block, Origin::log, s.hits);
 }
 
 uint64_t Scanner::lines_seen() const { return m_impl->splitter.lines(); }
@@ -404,7 +398,7 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
   // Kernel lines come first in time order (see rule_hits.hpp), so their evidence
   // leads the evidence of the log.
   std::vector<RuleHits> hits(s.hits.size());
-  s.scan_kernel(host, hits, nullptr);
+  s.scan_kernel(host, hits);
   for (size_t i = 0; i < hits.size(); ++i) {
     RuleHits& k = hits[i];
     const RuleHits& l = s.hits[i];
@@ -429,18 +423,6 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
                 s.last_line == k_no_position ? k_no_position : position(Origin::log, s.last_line));
 }
 
-std::map<std::string, uint64_t> Scanner::keyword_counts(const HostEvidence& host) const {
-  Impl& s = *m_impl;
-  std::vector<uint64_t> counts = s.label_lines;
-  std::vector<RuleHits> scratch_hits = s.hits;
-  s.scan_kernel(host, scratch_hits, &counts);
-  std::map<std::string, uint64_t> out;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0) {
-      out[std::string(labels()[i].label)] = counts[i];
-    }
-  }
-  return out;
-}
+void Scanner::observe_lines(LineObserver observer) { m_impl->observer = std::move(observer); }
 
 }  // namespace classify

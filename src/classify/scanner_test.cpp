@@ -681,7 +681,7 @@ TEST(Confidence, EachVerdictSaysHowSureItIsAndWhy) {
             "error-looking line, if any, is shown)");
   auto ok = classify_text("step 1\ndone\n", exit_code(0));
   EXPECT_EQ(ok.confidence, "certain: exit 0, and nothing in the log contradicts it");
-  classify::HostEvidence host;
+  model::HostEvidence host;
   host.scheduler_lines = {"scontrol: job 7 JobState=TIMEOUT Reason=TimeLimit"};
   auto tl = classify_text("step 1\n", exit_code(143), host);
   EXPECT_EQ(tl.label, "time_limit");

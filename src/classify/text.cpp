@@ -144,30 +144,4 @@ Stripped strip_prefixes(std::string_view line) {
   return out;
 }
 
-std::string printable(std::string_view in, size_t max_bytes) {
-  std::string out;
-  out.reserve(std::min(in.size(), max_bytes) + 8);
-  size_t i = 0;
-  while (i < in.size()) {
-    if (out.size() >= max_bytes) {
-      out += " [...]";
-      break;
-    }
-    auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x80) {
-      if (c >= 0x20 || c == '\t') {
-        out.push_back(static_cast<char>(c));
-      }
-      ++i;
-    } else if (size_t len = util::utf8_sequence_length(in, i); len > 0) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out += util::k_replacement_character;
-      ++i;
-    }
-  }
-  return out;
-}
-
 }  // namespace classify

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/text.hpp"
+
 namespace classify {
 
 // ANSI escape sequences are removed with util::strip_ansi (shared with the mail's log tail).
@@ -28,6 +30,8 @@ Stripped strip_prefixes(std::string_view line);
 
 // Text fit for a report: invalid UTF-8 bytes become U+FFFD, control characters
 // other than tab are dropped, and the result is cut to about max_bytes.
-std::string printable(std::string_view in, size_t max_bytes = 1024);
+inline std::string printable(std::string_view in, size_t max_bytes = 1024) {
+  return util::sanitize_utf8(in, util::Controls::drop, max_bytes);
+}
 
 }  // namespace classify

@@ -29,7 +29,7 @@ int runtime_error(const std::string& message) {
   return 1;
 }
 
-nlohmann::json verdict_json(const classify::Verdict& v) {
+nlohmann::json verdict_json(const model::Verdict& v) {
   nlohmann::json evidence = nlohmann::json::array();
   for (const auto& e : v.evidence) {
     evidence.push_back({{"line", e.line}, {"text", e.text}, {"source", e.source}});
@@ -39,7 +39,7 @@ nlohmann::json verdict_json(const classify::Verdict& v) {
           {"confidence", v.confidence}};
 }
 
-void print_verdict(const classify::Verdict& v) {
+void print_verdict(const model::Verdict& v) {
   std::printf("label:    %s (%s)\n", v.label.c_str(), v.group.c_str());
   std::printf("rule:     %s\n", v.rule.c_str());
   std::printf("sure:     %s\n", v.confidence.c_str());
@@ -86,8 +86,8 @@ int cmd_classify(int argc, char** argv) {
     return *done;
   }
 
-  classify::ExitInfo exit;
-  classify::HostEvidence host;
+  model::ExitInfo exit;
+  model::HostEvidence host;
   const fs::path dir =
       fs::path(log_path).parent_path().empty() ? fs::path(".") : fs::path(log_path).parent_path();
   auto facts = classify::read_case_facts(dir.string());
@@ -123,7 +123,7 @@ int cmd_classify(int argc, char** argv) {
   if (auto st = classify::scan_file(log_path, scanner); !st) {
     return runtime_error(st.error());
   }
-  classify::Verdict v = scanner.verdict(exit, host);
+  model::Verdict v = scanner.verdict(exit, host);
   if (json) {
     std::cout << verdict_json(v).dump(2) << "\n";
   } else {

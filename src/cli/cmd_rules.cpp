@@ -1,12 +1,10 @@
-// cli/cmd_rules.cpp: `gpualert rules list | check FILE...`, and the hidden
-// `rules patterns [--ere]` that the benchmark uses to give grep the same patterns.
+// cli/cmd_rules.cpp: `gpualert rules list | check FILE...`.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "classify/classifier.hpp"
-#include "classify/ere.hpp"
 #include "classify/rules.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_args.hpp"
@@ -63,48 +61,19 @@ int check_files(const std::vector<std::string>& files) {
   return status;
 }
 
-int print_patterns(const classify::RuleSet& rules, bool ere) {
-  int refused = 0;
-  for (const auto& r : rules.rules()) {
-    if (r.is_marker) {
-      continue;
-    }
-    for (const auto& p : r.patterns) {
-      if (!ere) {
-        std::printf("%s\n", p.c_str());
-        continue;
-      }
-      auto translated = classify::to_gnu_ere(p, r.caseless);
-      if (translated) {
-        std::printf("%s\n", translated->c_str());
-      } else {
-        ++refused;
-        std::fprintf(stderr, "gpualert: warning: %s: pattern has no ERE form: %s\n", r.id.c_str(),
-                     p.c_str());
-      }
-    }
-  }
-  return refused > 0 ? 1 : 0;
-}
-
 }  // namespace
 
 int cmd_rules(int argc, char** argv) {
   CLI::App app{"The classification rules: list them, or check a rules file.", "gpualert rules"};
   app.require_subcommand(1);
   std::vector<std::string> rule_files, check_targets;
-  bool json = false, ere = false;
+  bool json = false;
   auto* list = app.add_subcommand("list", "list the rules in priority order (id, label, tier)");
   list->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
       ->allow_extra_args(false);
   list->add_flag("--json", json, "print as JSON");
   auto* check = app.add_subcommand("check", "check rules files; errors as FILE:LINE: message");
   check->add_option("FILE", check_targets, "rules file (TOML)")->required();
-  auto* patterns = app.add_subcommand("patterns", "");  // hidden: for the benchmark
-  patterns->group("");
-  patterns->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
-      ->allow_extra_args(false);
-  patterns->add_flag("--ere", ere, "as GNU grep -E patterns");
   if (argc < 2) {  // no subcommand: a usage error that shows which there are
     use_help_formatter(app);
     std::fputs(app.help().c_str(), stderr);
@@ -120,9 +89,6 @@ int cmd_rules(int argc, char** argv) {
   if (!rules) {
     std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
     return 1;
-  }
-  if (*patterns) {
-    return print_patterns(*rules, ere);
   }
   return list_rules(*rules, json);
 }

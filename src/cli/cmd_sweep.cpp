@@ -64,7 +64,7 @@ bool is_final_state(const std::string& state) {
 }
 
 // The footer's "status: exit 3" / "status: killed by SIGKILL (core dumped)".
-bool exit_from_footer(const std::string& status, classify::ExitInfo& exit, bool& core) {
+bool exit_from_footer(const std::string& status, model::ExitInfo& exit, bool& core) {
   if (status.rfind("exit ", 0) == 0) {
     exit.exit_code = std::atoi(status.c_str() + 5);
     return true;
@@ -82,7 +82,7 @@ bool exit_from_footer(const std::string& status, classify::ExitInfo& exit, bool&
 }
 
 // Slurm's ExitCode "code:signal" of a job in a final state.
-void exit_from_slurm(const std::string& exit_code, classify::ExitInfo& exit) {
+void exit_from_slurm(const std::string& exit_code, model::ExitInfo& exit) {
   auto colon = exit_code.find(':');
   if (colon == std::string::npos) {
     return;
@@ -212,8 +212,8 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
     rep.gpu_lines = gpu::xid_lines(rep);
   }
 
-  classify::ExitInfo exit;
-  classify::HostEvidence host_ev;
+  model::ExitInfo exit;
+  model::HostEvidence host_ev;
   bool core = false;
   std::string why = "gpualert's wrapper (pid " + std::to_string(h.pid) + " on " + h.host + ")";
   if (facts->status && exit_from_footer(*facts->status, exit, core)) {
@@ -276,13 +276,13 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   rep.verdict = scanner.verdict(exit, host_ev);
   note_requeue(*rep.verdict, rep.scheduler_lines);
   rep.verdict->evidence.insert(rep.verdict->evidence.begin(),
-                               classify::EvidenceLine{0, "reconstructed: " + why, "wrapper"});
+                               model::EvidenceLine{0, "reconstructed: " + why, "wrapper"});
   rep.warnings.push_back("reconstructed by gpualert sweep: " + why +
                          "; the log is what the run left, the exit status what " +
                          (facts->status ? "its footer" : (job ? "Slurm" : "nothing")) + " said");
   std::vector<std::string> held = rep.held_notices;
   rep.held_notices.clear();
-  if (auto s = util::write_file_atomic(report_path, report::to_text(rep), 0644); !s) {
+  if (auto s = report::save(report_path, rep, util::Durability::synced); !s) {
     message = "write " + report_path + ": " + s.error();
     return Outcome::failed;
   }

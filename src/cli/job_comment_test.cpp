@@ -14,7 +14,7 @@ report::RunReport failed_rank(const std::string& rank) {
   report::RunReport r;
   r.exit_code = 1;
   r.env = {{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", rank}, {"SLURM_NTASKS", "2"}};
-  classify::Verdict v;
+  model::Verdict v;
   v.label = "cuda_oom";
   v.evidence.push_back({0, "exit status 1", "exit"});
   v.evidence.push_back(

@@ -33,10 +33,10 @@ void OnlineDiagnosis::skip(uint64_t bytes, uint64_t newlines) {
   }
 }
 
-classify::Verdict OnlineDiagnosis::verdict(const classify::ExitInfo& exit,
-                                           const classify::HostEvidence& host) {
+model::Verdict OnlineDiagnosis::verdict(const model::ExitInfo& exit,
+                                        const model::HostEvidence& host) {
   if (!m_scanner) {
-    classify::Verdict v;
+    model::Verdict v;
     v.label = exit.exit_code && *exit.exit_code == 0 ? "success" : "unknown";
     v.rule = "no-rules";
     v.group = "-";

@@ -24,7 +24,7 @@ class OnlineDiagnosis {
   void feed(std::string_view bytes);
   void skip(uint64_t bytes, uint64_t newlines);
   // After the feed finished: the verdict on everything fed.
-  classify::Verdict verdict(const classify::ExitInfo& exit, const classify::HostEvidence& host);
+  model::Verdict verdict(const model::ExitInfo& exit, const model::HostEvidence& host);
   // Why there is no real verdict (the rules could not be loaded), or "".
   const std::string& error() const { return m_error; }
 

@@ -56,7 +56,7 @@ std::optional<report::RunReport> provisional_report(report::RunReport rep,
   if (!rules) {
     return std::nullopt;
   }
-  classify::HostEvidence facts;
+  model::HostEvidence facts;
   facts.scheduler_lines = scheduler;
   classify::Scanner scanner(std::move(*rules));
   scanner.finish();
@@ -425,10 +425,7 @@ RunEnding run_job(const RunOptions& o) {
     auto provisional = provisional_report(
         rep, scheduler_lines,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - mono_start).count());
-    auto write = [&] {
-      return util::write_file_atomic(rep.run_dir + "/report.json", report::to_text(*provisional),
-                                     0644, util::Durability::replace_only);
-    };
+    auto write = [&] { return report::save(rep.run_dir + "/report.json", *provisional); };
     if (!provisional || !write()) {
       return;
     }
@@ -537,9 +534,9 @@ RunEnding run_job(const RunOptions& o) {
     rep.warnings.push_back(unshown);
   }
 
-  classify::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout,
-                               result.stall_killed};
-  classify::HostEvidence host_ev;
+  model::ExitInfo exit_info{result.status.code, result.status.signal, result.wrapper_timeout,
+                            result.stall_killed};
+  model::HostEvidence host_ev;
   host_ev.kernel_lines = watch.kernel_lines();
   host_ev.cgroup_oom_kills = watch.cgroup_oom_kills();
   host_ev.kernel_log_read = watch.kernel_log_read();
@@ -573,12 +570,8 @@ RunEnding run_job(const RunOptions& o) {
     }
   }
   std::string report_path = rep.run_dir + "/report.json";
-  std::string report_text = report::to_text(rep);
-  // report.json is derived from output.log (which is synced): `gpualert classify`
-  // gives it again, so it is replaced atomically but not fsynced, off the job's path.
-  if (auto st =
-          util::write_file_atomic(report_path, report_text, 0644, util::Durability::replace_only);
-      !st) {
+  // Replaced atomically but not fsynced (report::save), off the job's path.
+  if (auto st = report::save(report_path, rep); !st) {
     // A full or broken log device must not lose the verdict too: keep it in the state dir.
     std::string fallback_dir = notify::state_dir(config) + "/reports";
     std::string fallback =
@@ -587,7 +580,8 @@ RunEnding run_job(const RunOptions& o) {
         ".json";
     std::fprintf(stderr, "gpualert: WARNING: could not write %s: %s\n", report_path.c_str(),
                  st.error().c_str());
-    if (util::make_dirs(fallback_dir, 0700) && util::write_file_atomic(fallback, report_text)) {
+    if (util::make_dirs(fallback_dir, 0700) &&
+        report::save(fallback, rep, util::Durability::synced)) {
       std::fprintf(stderr, "gpualert: the report is in %s instead\n", fallback.c_str());
       report_path = fallback;
     }
@@ -603,9 +597,7 @@ RunEnding run_job(const RunOptions& o) {
     // The durability promise is broken: say so in the report the notice is built from.
     rep.warnings.push_back("the log may not be on disk: " + *err);
     say_late("gpualert: WARNING: the log may not be on disk: " + *err + "\n");
-    if (auto st = util::write_file_atomic(report_path, report::to_text(rep), 0644,
-                                          util::Durability::replace_only);
-        !st) {
+    if (auto st = report::save(report_path, rep); !st) {
       say_late("gpualert: WARNING: could not write " + report_path + ": " + st.error() + "\n");
     }
   }

@@ -71,7 +71,7 @@ std::vector<std::string> scheduler_evidence(const std::map<std::string, std::str
   return host::slurm_evidence(*job, restarts_at_start, own_stderr);
 }
 
-void note_requeue(classify::Verdict& verdict, const std::vector<std::string>& scheduler_lines) {
+void note_requeue(model::Verdict& verdict, const std::vector<std::string>& scheduler_lines) {
   for (const auto& line : scheduler_lines) {
     if (auto run = host::requeued_run(line)) {
       verdict.fields["requeued_run"] = std::to_string(*run);

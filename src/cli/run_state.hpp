@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "classify/verdict.hpp"
+#include "model/verdict.hpp"
 #include "notify/config.hpp"
 
 namespace cli {
@@ -41,6 +41,6 @@ std::vector<std::string> scheduler_evidence(const std::map<std::string, std::str
 
 // A requeued job (see host::slurm_evidence) will run again by itself: the verdict's
 // action says so instead of advising a resubmit, which would run it twice.
-void note_requeue(classify::Verdict& verdict, const std::vector<std::string>& scheduler_lines);
+void note_requeue(model::Verdict& verdict, const std::vector<std::string>& scheduler_lines);
 
 }  // namespace cli

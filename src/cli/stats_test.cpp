@@ -18,7 +18,7 @@ report::RunReport with(std::map<std::string, std::string> env,
                        std::map<std::string, std::string> fields = {}) {
   report::RunReport r;
   r.env = std::move(env);
-  classify::Verdict v;
+  model::Verdict v;
   v.label = "cuda_oom";
   v.fields = std::move(fields);
   r.verdict = v;
@@ -66,13 +66,12 @@ class CollectStats : public ::testing::Test {
     report::RunReport r;
     r.host = host;
     r.started = r.ended = ended;
-    classify::Verdict v;
+    model::Verdict v;
     v.label = label;
     v.rule = label + "-rule";
     r.verdict = v;
     std::filesystem::create_directories(m_dir + "/" + name);
-    ASSERT_TRUE(
-        util::write_file_atomic(m_dir + "/" + name + "/report.json", report::to_text(r), 0644));
+    ASSERT_TRUE(report::save(m_dir + "/" + name + "/report.json", r));
   }
 
   std::string m_dir;

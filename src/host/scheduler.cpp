@@ -11,6 +11,7 @@
 
 #include "util/child.hpp"
 #include "util/fd.hpp"
+#include "util/text.hpp"
 
 extern char** environ;
 
@@ -177,13 +178,7 @@ std::vector<std::string> slurmstepd_lines(const std::string& path, std::string_v
   const std::string id(job_id);
   const std::string marks[] = {"JOB " + id + " ", "STEP " + id + ".", "Job " + id + " ",
                                "StepId=" + id + "."};
-  for (size_t pos = 0; pos < text.size();) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) {
-      end = text.size();
-    }
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
+  for (std::string_view line : util::split_lines(text)) {
     size_t stepd = line.find("slurmstepd");
     if (stepd == std::string_view::npos || line.size() > 512) {
       continue;

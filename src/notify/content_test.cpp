@@ -11,7 +11,7 @@ report::RunReport failed_run() {
   r.host = "gpu-node17";
   r.duration_s = 2 * 3600 + 13 * 60 + 5;
   r.exit_code = 1;
-  classify::Verdict v;
+  model::Verdict v;
   v.label = "cuda_oom";
   v.rule = "cuda-oom-torch";
   v.group = "gpu software";

@@ -13,6 +13,7 @@
 #include "notify/text_filters.hpp"
 #include "report/run_dir.hpp"
 #include "util/fd.hpp"
+#include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
 namespace notify {
@@ -28,44 +29,37 @@ std::string quote(std::string_view raw) {
   return mask_secrets(clean_log_line(raw));
 }
 
-// Calls fn(number, raw_line) for each line of path until fn returns false.
+// Calls fn(number, raw_line) for each line of path until fn returns false. A line
+// is its last non-empty '\r' segment (a progress bar's last redraw, what the scanner
+// saw last of it), at most k_max_line bytes of it; lines with no text are left out.
 bool for_each_line(const std::string& path,
                    const std::function<bool(uint64_t, std::string_view)>& fn) {
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     return false;
   }
-  std::string pending;
-  std::vector<char> buf(1 << 16);
+  util::LineSplitter splitter(k_max_line);
+  std::string last;  // the line in progress: its last segment so far
   uint64_t number = 0;
-  for (;;) {
+  bool more = true;
+  auto on_segment = [&](std::string_view segment, uint64_t line) {
+    if (line != number && number != 0 && more) {
+      more = fn(number, last);
+    }
+    number = line;
+    last.assign(segment);
+  };
+  std::vector<char> buf(1 << 16);
+  while (more) {
     ssize_t n = util::read_retry(fd.get(), buf.data(), buf.size());
     if (n <= 0) {
       break;
     }
-    std::string_view chunk(buf.data(), static_cast<size_t>(n));
-    while (!chunk.empty()) {
-      size_t nl = chunk.find('\n');
-      if (nl == std::string_view::npos) {
-        if (pending.size() < 4 * k_max_line) {
-          pending.append(chunk);
-        } else {
-          pending.erase(0, chunk.size() < pending.size() ? chunk.size() : pending.size());
-          pending.append(
-              chunk.substr(chunk.size() > 4 * k_max_line ? chunk.size() - 4 * k_max_line : 0));
-        }
-        break;
-      }
-      pending.append(chunk.substr(0, nl));
-      chunk.remove_prefix(nl + 1);
-      if (!fn(++number, pending)) {
-        return true;
-      }
-      pending.clear();
-    }
+    splitter.feed(std::string_view(buf.data(), static_cast<size_t>(n)), on_segment);
   }
-  if (!pending.empty()) {
-    fn(++number, pending);
+  splitter.finish(on_segment);
+  if (number != 0 && more) {
+    fn(number, last);
   }
   return true;
 }
@@ -146,7 +140,7 @@ std::vector<std::string> tail_lines(std::string_view raw, size_t keep, bool* cut
 }
 
 LogExcerpt read_excerpt(const std::string& log_path, const std::string& kernel_path,
-                        const std::vector<classify::EvidenceLine>& evidence) {
+                        const std::vector<model::EvidenceLine>& evidence) {
   LogExcerpt ex;
   std::vector<EvidenceWindow*> log_windows, kernel_windows;
   ex.evidence.reserve(evidence.size());

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "classify/verdict.hpp"
+#include "model/verdict.hpp"
 
 namespace notify {
 
@@ -44,6 +44,6 @@ inline constexpr size_t k_tail_window = 256 * 1024;
 std::vector<std::string> tail_lines(std::string_view raw, size_t keep, bool* cut = nullptr);
 
 LogExcerpt read_excerpt(const std::string& log_path, const std::string& kernel_path,
-                        const std::vector<classify::EvidenceLine>& evidence);
+                        const std::vector<model::EvidenceLine>& evidence);
 
 }  // namespace notify

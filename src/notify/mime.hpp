@@ -1,19 +1,13 @@
-// notify/mime.hpp: assembling a notice into one RFC 5322 message, with libcurl's MIME API.
+// notify/mime.hpp: a notice as one RFC 5322 message, written directly.
 //
-// WHY RENDERING: the outbox must hold the complete message before any delivery
-// is attempted (so that `outbox flush` sends exactly what was saved, and a mail
-// reader can open it), but curl_mime only produces bytes while a transfer runs;
-// it has no "serialise to buffer" call. So render_message() runs one SMTP
-// transfer whose peer is in-process: a thread listens on a randomly named
-// socket in Linux's abstract AF_UNIX namespace (CURLOPT_ABSTRACT_UNIX_SOCKET:
-// no file, no TCP port, no network) and plays a minimal SMTP server, recording
-// what follows DATA and removing the dot-stuffing. The message therefore carries exactly the MIME
-// structure, boundaries, quoted-printable and base64 that libcurl generates.
-// Delivery (smtp.hpp) then uploads those bytes unchanged.
+// The outbox holds the complete message before any delivery is attempted (so that
+// `outbox flush` sends exactly what was saved, and a mail reader can open it);
+// delivery (transport.cpp) uploads these bytes unchanged through libcurl's SMTP.
 //
 // Structure: multipart/mixed { multipart/alternative { text/plain, text/html },
-// attachments... } (the HTML in a multipart/related with its chart, when there is one). Header
-// values are sanitised and RFC 2047-encoded here.
+// attachments... }, the HTML in a multipart/related with its chart when there is
+// one. Text parts are UTF-8 in quoted-printable, the chart and attachments base64
+// in 76-character lines. Header values are sanitised and RFC 2047-encoded here.
 #pragma once
 
 #include <string>
@@ -37,7 +31,7 @@ struct MailParts {
   std::string inline_png;
 };
 
-// Builds the curl_mime structure and renders it. Fails only when libcurl fails.
+// The message's bytes, CRLF line ends. Does not fail today; Result leaves room.
 util::Result<std::string> render_message(const MailParts& parts);
 
 // The message with "To: undisclosed-recipients:;" replaced by `to` (unchanged

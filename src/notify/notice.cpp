@@ -82,7 +82,7 @@ util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
   const auto& r = n.report;
   std::string log_path = r.log_path.empty() ? rn.run_dir + "/output.log" : r.log_path;
   std::string kernel_path = rn.run_dir + "/kernel.log";
-  static const std::vector<classify::EvidenceLine> k_none;
+  static const std::vector<model::EvidenceLine> k_none;
   LogExcerpt ex = read_excerpt(log_path, kernel_path, r.verdict ? r.verdict->evidence : k_none);
   std::string cwd = r.cwd.empty() ? rn.run_dir : r.cwd;
   std::string host = r.host.empty() ? util::hostname() : r.host;

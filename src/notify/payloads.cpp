@@ -77,7 +77,7 @@ json mrkdwn(const std::string& text) { return json{{"type", "mrkdwn"}, {"text", 
 std::string slack_escape(std::string_view text) { return markup_escape(text, false); }
 
 std::string summary_text(const report::RunReport& r, const std::string& subject) {
-  return valid_utf8(sanitize_header_value(subject, 300) + "\n" + details(r));
+  return util::valid_utf8(sanitize_header_value(subject, 300) + "\n" + details(r));
 }
 
 std::string slack_payload(const report::RunReport& r, const std::string& subject) {
@@ -167,7 +167,7 @@ NtfyMessage ntfy_message(const report::RunReport& r) {
                        : ok                 ? "white_check_mark"
                                             : "rotating_light") +
            "," + sanitize_header_value(util::safe_file_component(label, 40), 40);
-  m.message = valid_utf8(details(r));
+  m.message = util::valid_utf8(details(r));
   return m;
 }
 

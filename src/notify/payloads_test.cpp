@@ -25,7 +25,7 @@ report::RunReport failed_run() {
   r.command = "python train.py";
   r.log_path = "/logs/run/output.log";
   r.env = {{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", "3"}};
-  classify::Verdict v;
+  model::Verdict v;
   v.label = "cuda_oom";
   v.rule = "cuda-oom-torch";
   v.action = "smaller batch";

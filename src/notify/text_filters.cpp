@@ -27,20 +27,10 @@ std::string collapse_redraws(std::string_view line) {
   return std::string(line);
 }
 
-std::string valid_utf8(std::string_view s) { return util::valid_utf8(s); }
-
 std::string clean_log_line(std::string_view raw) {
   std::string scratch;
-  std::string text = valid_utf8(collapse_redraws(util::strip_ansi(raw, scratch)));
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 || c == '\t') {
-      out += c != 0x7f ? c : '?';
-    }
-  }
-  return out;
+  return util::sanitize_utf8(collapse_redraws(util::strip_ansi(raw, scratch)),
+                             util::Controls::drop);
 }
 
 std::string mask_secrets(std::string_view line) { return report::mask_secrets(line); }
@@ -77,7 +67,7 @@ std::string html_escape(std::string_view text) { return markup_escape(text, true
 std::string sanitize_header_value(std::string_view text, size_t max_chars) {
   std::string flat;
   bool space = false;
-  for (char c : valid_utf8(text)) {
+  for (char c : util::valid_utf8(text)) {
     unsigned char u = static_cast<unsigned char>(c);
     bool ws = u < 0x20 || u == 0x7f || c == ' ';
     if (ws) {

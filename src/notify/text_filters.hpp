@@ -19,11 +19,7 @@ namespace notify {
 // non-empty redraw. "a\rb\rc" -> "c"; a trailing '\r' (CRLF logs) is ignored.
 std::string collapse_redraws(std::string_view line);
 
-// Replaces bytes that are not valid UTF-8 with U+FFFD, so text parts declared
-// as UTF-8 are valid.
-std::string valid_utf8(std::string_view text);
-
-// util::strip_ansi + collapse_redraws + valid_utf8 + tabs kept, other controls -> '?'.
+// util::strip_ansi + collapse_redraws + util::sanitize_utf8 (controls dropped, tabs kept).
 std::string clean_log_line(std::string_view raw);
 
 // report::mask_secrets: the one masking used for everything gpualert writes or sends.

@@ -111,7 +111,7 @@ std::optional<std::string> trim_attachments(std::string_view message, uint64_t l
   }
   out += "--" + boundary + "\r\nContent-Type: text/plain; charset=utf-8\r\n";
   out += "Content-Disposition: inline\r\nContent-Transfer-Encoding: 8bit\r\n\r\n";
-  out += valid_utf8(note);
+  out += util::valid_utf8(note);
   out += "\r\n--" + boundary + "--\r\n";
   return out;
 }

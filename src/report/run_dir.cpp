@@ -192,13 +192,11 @@ util::Result<LogFacts> read_log_facts(const std::string& log_path) {
     return text;
   };
   auto lines_of = [](const std::string& text, auto&& on_line) {
-    for (size_t pos = 0; pos < text.size();) {
-      size_t end = text.find('\n', pos);
-      if (end == std::string::npos) {
-        break;  // a line cut by the read's end is not taken
-      }
-      on_line(std::string_view(text).substr(pos, end - pos));
-      pos = end + 1;
+    // A line cut by the read's end is not taken.
+    const size_t end = text.rfind('\n');
+    for (std::string_view line : util::split_lines(
+             std::string_view(text).substr(0, end == std::string::npos ? 0 : end + 1))) {
+      on_line(line);
     }
   };
   auto value = [](std::string_view line, std::string_view key) -> std::optional<std::string> {

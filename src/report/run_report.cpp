@@ -2,6 +2,7 @@
 
 #include "report/secrets.hpp"
 #include "util/fd.hpp"
+#include "util/signals.hpp"
 #include "util/text.hpp"
 
 namespace report {
@@ -75,7 +76,7 @@ void get_bytes(const json& j, const std::string& key, std::vector<std::string>& 
 // Text quoted from the job or its environment: masked, and made valid UTF-8.
 std::string masked_text(std::string_view text) { return util::valid_utf8(mask_secrets(text)); }
 
-json verdict_json(const classify::Verdict& v) {
+json verdict_json(const model::Verdict& v) {
   json fields = json::object();
   for (const auto& [k, value] : v.fields) {
     fields[util::valid_utf8(k)] = masked_text(value);
@@ -296,7 +297,7 @@ util::Result<RunReport> from_json(const json& j) {
       }
     }
     if (j.contains("label") && j["label"].is_string()) {
-      classify::Verdict v;
+      model::Verdict v;
       get_if(j, "label", v.label);
       get_if(j, "rule", v.rule);
       get_if(j, "group", v.group);
@@ -306,7 +307,7 @@ util::Result<RunReport> from_json(const json& j) {
       get_if(j, "fields", v.fields);
       if (auto it = j.find("evidence"); it != j.end() && it->is_array()) {
         for (const auto& e : *it) {
-          classify::EvidenceLine line;
+          model::EvidenceLine line;
           get_if(e, "line", line.line);
           get_if(e, "text", line.text);
           get_if(e, "source", line.source);
@@ -335,6 +336,34 @@ util::Result<RunReport> load(const std::string& path) {
     return util::Error{path + ": " + r.error()};
   }
   return r;
+}
+
+util::Status save(const std::string& path, const RunReport& r, util::Durability durability) {
+  return util::write_file_atomic(path, to_text(r), 0644, durability);
+}
+
+util::Result<model::ExitInfo> exit_info(const RunReport& r) {
+  model::ExitInfo exit;
+  exit.wrapper_timeout = r.wrapper_timeout;
+  if (r.signal) {
+    int sig = util::signal_number(*r.signal);
+    if (sig <= 0) {
+      return util::Error{"unknown signal \"" + *r.signal + "\""};
+    }
+    exit.signal = sig;
+  } else {
+    exit.exit_code = r.exit_code;
+  }
+  return exit;
+}
+
+model::HostEvidence host_evidence(const RunReport& r) {
+  model::HostEvidence host;
+  host.cgroup_oom_kills = r.cgroup_oom_kills;
+  host.kernel_log_read = r.kernel_log_read;
+  host.scheduler_lines = r.scheduler_lines;
+  host.gpu_lines = r.gpu_lines;
+  return host;
 }
 
 }  // namespace report

@@ -1,7 +1,9 @@
-// report/run_report.hpp: the facts of one finished run, as written to report.json.
+// report/run_report.hpp: the facts of one finished run, and report.json's one reader
+// (load/from_json) and one writer (save/to_text).
 //
-// `run` fills it; the notifier and `outbox` read it back from report.json, so
-// the JSON form is the contract (keys listed in spec/cli.md, more may be added).
+// `run` and `sweep` fill and save it; notify, stats, sweep and `classify RUN_DIR`
+// read it back through load(), so the JSON form is the contract (keys listed in
+// docs/spec/cli.md, more may be added).
 #pragma once
 
 #include <map>
@@ -10,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "classify/verdict.hpp"
+#include "model/verdict.hpp"
+#include "util/fd.hpp"
 #include "util/result.hpp"
 
 namespace report {
@@ -46,7 +49,7 @@ struct RunReport {
   std::optional<int64_t> cgroup_oom_kills;     // oom_kill events in the job's memory cgroup
   bool kernel_log_read = false;                // the kernel log could be read for the run
   std::vector<std::string> scheduler_lines;    // what the scheduler said of a job it ended
-  std::optional<classify::Verdict> verdict;    // absent until a classifier decided
+  std::optional<model::Verdict> verdict;       // absent until a classifier decided
   std::vector<std::string> warnings;           // things the wrapper wants the reader to know
   // "final" (the wrapper saw the job end), "provisional" (written while Slurm was
   // ending the job, in case its SIGKILL ended the wrapper too) or "reconstructed"
@@ -72,5 +75,14 @@ nlohmann::json to_json(const RunReport& r);
 std::string to_text(const RunReport& r);
 util::Result<RunReport> from_json(const nlohmann::json& j);
 util::Result<RunReport> load(const std::string& report_json_path);
+// to_text(r) written atomically at `path`. report.json is derived from output.log
+// (`gpualert classify` gives it again), so by default it is replaced, not fsynced.
+util::Status save(const std::string& path, const RunReport& r,
+                  util::Durability durability = util::Durability::replace_only);
+
+// What the classifier takes from a run besides its log and kernel.log: how the job
+// ended (an error for a signal name this system doesn't know) and the host's facts.
+util::Result<model::ExitInfo> exit_info(const RunReport& r);
+model::HostEvidence host_evidence(const RunReport& r);
 
 }  // namespace report

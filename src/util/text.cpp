@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/line_splitter.hpp"
+
 namespace util {
 
 std::string_view trim_blanks(std::string_view s) {
@@ -422,11 +424,23 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
-std::string valid_utf8(std::string_view s) {
+std::string sanitize_utf8(std::string_view s, Controls controls, size_t max_bytes) {
   std::string out;
-  out.reserve(s.size());
+  out.reserve(std::min(s.size(), max_bytes) + 8);
   for (size_t i = 0; i < s.size();) {
-    if (size_t len = utf8_sequence_length(s, i); len > 0) {
+    if (out.size() >= max_bytes) {
+      out += " [...]";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 || c == 0x7f) && controls != Controls::keep) {
+      if (controls == Controls::replace) {
+        out += c == '\t' ? std::string_view(" ") : k_replacement_character;
+      } else if (c == '\t') {
+        out += '\t';
+      }
+      ++i;
+    } else if (size_t len = utf8_sequence_length(s, i); len > 0) {
       out.append(s.substr(i, len));
       i += len;
     } else {
@@ -501,28 +515,6 @@ std::optional<std::string> base64_decode(std::string_view in) {
   return out;
 }
 
-std::string printable_line(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\t') {
-      out += ' ';
-      ++i;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += k_replacement_character;
-      ++i;
-    } else if (size_t len = utf8_sequence_length(text, i); len > 0) {
-      out.append(text.substr(i, len));
-      i += len;
-    } else {
-      out += k_replacement_character;
-      ++i;
-    }
-  }
-  return out;
-}
-
 std::string safe_file_component(std::string_view text, size_t max_len) {
   std::string out;
   for (unsigned char c : text) {
@@ -588,15 +580,13 @@ std::optional<std::string> passwd_name(std::string_view text, unsigned long uid)
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) {
-      lines.push_back(text.substr(start));
-      break;
-    }
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
+  LineSplitter splitter(std::string_view::npos, LineSplitter::Breaks::lines);
+  splitter.feed(text, [&lines](std::string_view line, uint64_t) { lines.push_back(line); });
+  // A last line without '\n' waits in the splitter for more input; it is the text's tail.
+  const size_t nl = text.rfind('\n');
+  const size_t tail = nl == std::string_view::npos ? 0 : nl + 1;
+  if (tail < text.size()) {
+    lines.push_back(text.substr(tail));
   }
   return lines;
 }

@@ -50,8 +50,23 @@ std::string compact_local(std::time_t t);
 size_t utf8_sequence_length(std::string_view text, size_t i);
 inline constexpr std::string_view k_replacement_character = "\xEF\xBF\xBD";  // U+FFFD
 bool is_valid_utf8(std::string_view text);
-// Replaces bytes that are not valid UTF-8 with U+FFFD; control characters are kept.
-std::string valid_utf8(std::string_view text);
+
+// What sanitize_utf8 does with control characters (C0 and DEL).
+enum class Controls {
+  keep,     // left as they are
+  drop,     // removed, tabs kept: a line of job output quoted in a report or a mail
+  replace,  // each one U+FFFD, a tab a space: one printable line of a table
+};
+// The one UTF-8 sanitizer: bytes that are not valid UTF-8 become U+FFFD, control
+// characters are treated as `controls` says, and once the result reaches max_bytes
+// the rest is cut (at a character boundary) and " [...]" marks the cut.
+std::string sanitize_utf8(std::string_view text, Controls controls = Controls::keep,
+                          size_t max_bytes = std::string_view::npos);
+// Shorthands for the two common uses.
+inline std::string valid_utf8(std::string_view text) { return sanitize_utf8(text); }
+inline std::string printable_line(std::string_view text) {
+  return sanitize_utf8(text, Controls::replace);
+}
 
 // RFC 4648 base64 (with padding). decode fails on anything that is not base64.
 std::string base64_encode(std::string_view bytes);
@@ -63,8 +78,6 @@ std::optional<std::string> base64_decode(std::string_view text);
 // otherwise the stripped text, stored in `scratch`.
 std::string_view strip_ansi(std::string_view in, std::string& scratch);
 
-// Replaces control characters (and invalid UTF-8 bytes) so the text is one printable line.
-std::string printable_line(std::string_view text);
 // Splits on '\n' (the last piece only if non-empty).
 std::vector<std::string_view> split_lines(std::string_view text);
 // Keeps [A-Za-z0-9._-], maps everything else to '_', at most max_len bytes, never empty.

@@ -67,6 +67,39 @@ TEST(PrintableLine, ReplacesControlsAndInvalidUtf8) {
   EXPECT_EQ(util::printable_line("\xc3("), "\xEF\xBF\xBD(");
 }
 
+// sanitize_utf8 is the one sanitizer: the report's evidence (drop), a mail's text
+// (keep) and table cells (replace) all come through it.
+TEST(SanitizeUtf8, InvalidBytesBecomeTheReplacementCharacterInEveryMode) {
+  for (auto mode : {util::Controls::keep, util::Controls::drop, util::Controls::replace}) {
+    EXPECT_EQ(util::sanitize_utf8("ok \xC3\xA9", mode), "ok \xC3\xA9");
+    EXPECT_EQ(util::sanitize_utf8("bad \xff\xfe end", mode), "bad \xEF\xBF\xBD\xEF\xBF\xBD end");
+    EXPECT_EQ(util::sanitize_utf8("cut \xE6\x97", mode), "cut \xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_EQ(util::sanitize_utf8("overlong \xC0\xAF", mode), "overlong \xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_EQ(util::sanitize_utf8("surrogate \xED\xA0\x80", mode),
+              "surrogate \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  }
+}
+
+TEST(SanitizeUtf8, ControlsKeptDroppedOrReplaced) {
+  const std::string in = "tab\tbell\x07 del\x7f nl\nend";
+  EXPECT_EQ(util::sanitize_utf8(in, util::Controls::keep), in);
+  EXPECT_EQ(util::valid_utf8(in), in);
+  EXPECT_EQ(util::sanitize_utf8(in, util::Controls::drop), "tab\tbell del nlend");
+  EXPECT_EQ(util::sanitize_utf8(in, util::Controls::replace),
+            "tab bell\xEF\xBF\xBD del\xEF\xBF\xBD nl\xEF\xBF\xBD"
+            "end");
+  EXPECT_EQ(util::printable_line(in), util::sanitize_utf8(in, util::Controls::replace));
+}
+
+TEST(SanitizeUtf8, CutAtTheLimitOnACharacterBoundary) {
+  EXPECT_EQ(util::sanitize_utf8(std::string(50, 'a'), util::Controls::drop, 10),
+            std::string(10, 'a') + " [...]");
+  EXPECT_EQ(util::sanitize_utf8(std::string(10, 'a'), util::Controls::drop, 10),
+            std::string(10, 'a'));
+  // "é" is two bytes: the cut comes after a whole character, never inside one.
+  EXPECT_EQ(util::sanitize_utf8("a\xC3\xA9\xC3\xA9", util::Controls::keep, 2), "a\xC3\xA9 [...]");
+}
+
 TEST(SafeFileComponent, NeverEmptyNeverHidden) {
   EXPECT_EQ(util::safe_file_component("llama ft/v2"), "llama_ft_v2");
   EXPECT_EQ(util::safe_file_component(""), "job");

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "classify/classifier.hpp"
-#include "classify/line_splitter.hpp"
 #include "classify/text.hpp"
+#include "util/line_splitter.hpp"
 #include "util/text.hpp"
 
 namespace {
@@ -25,8 +25,8 @@ const classify::RuleSet& rules() {
   return set;
 }
 
-classify::Verdict run(std::string_view log, size_t chunk, const classify::ExitInfo& exit,
-                      const classify::HostEvidence& host) {
+model::Verdict run(std::string_view log, size_t chunk, const model::ExitInfo& exit,
+                   const model::HostEvidence& host) {
   classify::Scanner scanner(rules());
   for (size_t i = 0; i < log.size(); i += chunk) {
     scanner.feed(log.substr(i, chunk));
@@ -37,7 +37,7 @@ classify::Verdict run(std::string_view log, size_t chunk, const classify::ExitIn
 
 std::vector<std::pair<std::string, uint64_t>> segments(std::string_view data, size_t chunk) {
   std::vector<std::pair<std::string, uint64_t>> out;
-  classify::LineSplitter splitter(64);  // a small cap exercises the long-line path
+  util::LineSplitter splitter(64);  // a small cap exercises the long-line path
   auto cb = [&](std::string_view seg, uint64_t line) { out.emplace_back(seg, line); };
   for (size_t i = 0; i < data.size(); i += chunk) {
     splitter.feed(data.substr(i, chunk), cb);
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const size_t chunk = 1 + data[0] % 61;
-  classify::ExitInfo exit;
+  model::ExitInfo exit;
   switch (data[1] % 4) {
     case 0:
       exit.exit_code = 0;
@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
   }
   std::string_view log(reinterpret_cast<const char*>(data) + 2, size - 2);
-  classify::HostEvidence host;
+  model::HostEvidence host;
   if (data[0] & 0x80) {
     // Use the first line as a kernel message too.
     host.kernel_lines.emplace_back(log.substr(0, log.find('\n')));
@@ -84,8 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)classify::strip_prefixes(stripped);
   (void)classify::printable(log, 256);
 
-  classify::Verdict a = run(log, chunk, exit, host);
-  classify::Verdict b = run(log, log.size() + 1, exit, host);
+  model::Verdict a = run(log, chunk, exit, host);
+  model::Verdict b = run(log, log.size() + 1, exit, host);
   if (a.label != b.label || a.rule != b.rule || a.fields != b.fields ||
       a.evidence.size() != b.evidence.size()) {
     std::abort();

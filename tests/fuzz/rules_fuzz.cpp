@@ -16,6 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   classify::Scanner scanner(*rules);
   scanner.feed("CUDA out of memory\nKeyError: 'x'\n\r\x1b[31mNaN\n");
   scanner.finish();
-  (void)scanner.verdict(classify::ExitInfo{1, std::nullopt, false}, {});
+  (void)scanner.verdict(model::ExitInfo{1, std::nullopt, false}, {});
   return 0;
 }

@@ -1,8 +1,8 @@
-#include "classify/ere.hpp"
+#include "ere.hpp"
 
 #include <cctype>
 
-namespace classify {
+namespace bench {
 
 namespace {
 
@@ -150,4 +150,4 @@ std::optional<std::string> to_gnu_ere(const std::string& p, bool caseless) {
   return out;
 }
 
-}  // namespace classify
+}  // namespace bench

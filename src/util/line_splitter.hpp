@@ -1,13 +1,15 @@
-// classify/line_splitter.hpp: cuts a byte stream into lines, in bounded memory.
+// util/line_splitter.hpp: cuts a byte stream into lines, in bounded memory; the one
+// line splitter (the scanner's stream, a log read for a mail's excerpt, split_lines).
 //
 // Fed arbitrary chunks (a split may fall anywhere, even inside "\r\n" or a UTF-8
 // sequence), it calls back once per segment with the same segments whatever the
-// chunking. '\n' ends a line; '\r' also ends a segment, because progress bars
-// redraw with '\r' and each redraw is a message of its own; the segments of one
-// line share its 1-based line number (the number an editor shows). A segment longer
-// than the cap is passed on cut to its first `cap` bytes and the rest is skipped, so
-// a 2 GB line without a newline costs `cap` bytes of memory. Empty segments are not
-// reported.
+// chunking. '\n' ends a line. With Breaks::segments (the classifier's), '\r' also
+// ends a segment, because progress bars redraw with '\r' and each redraw is a message
+// of its own, and empty segments are not reported; with Breaks::lines, '\r' is text
+// and empty lines are reported too. The segments of one line share its 1-based line
+// number (the number an editor shows). A segment longer than the cap is passed on cut
+// to its first `cap` bytes and the rest is skipped, so a 2 GB line without a newline
+// costs `cap` bytes of memory.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +17,15 @@
 #include <string>
 #include <string_view>
 
-namespace classify {
+namespace util {
 
 inline constexpr size_t k_line_cap = 64 * 1024;
 
 class LineSplitter {
  public:
-  explicit LineSplitter(size_t cap = k_line_cap) : m_cap(cap) {}
+  enum class Breaks { segments, lines };
+  explicit LineSplitter(size_t cap = k_line_cap, Breaks breaks = Breaks::segments)
+      : m_cap(cap), m_lines(breaks == Breaks::lines) {}
 
   // on_segment(std::string_view text, uint64_t line_number)
   template <typename F>
@@ -33,11 +37,11 @@ class LineSplitter {
       const void* nl = std::memchr(p + pos, '\n', n - pos);
       const size_t line_end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : n;
       while (true) {
-        const void* cr = std::memchr(p + pos, '\r', line_end - pos);
+        const void* cr = m_lines ? nullptr : std::memchr(p + pos, '\r', line_end - pos);
         const size_t seg_end =
             cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : line_end;
         if (cr || nl) {
-          emit(std::string_view(p + pos, seg_end - pos), on_segment);
+          emit(std::string_view(p + pos, seg_end - pos), on_segment, m_lines);
           pos = seg_end + 1;
           if (!cr) {
             ++m_line;  // the '\n' itself
@@ -93,8 +97,9 @@ class LineSplitter {
   }
 
   // Ends the current segment with `tail` as its last bytes.
+  // An empty segment is reported only when `empty_too` (a whole line, Breaks::lines).
   template <typename F>
-  void emit(std::string_view tail, F& on_segment) {
+  void emit(std::string_view tail, F& on_segment, bool empty_too = false) {
     std::string_view seg;
     if (m_buf.empty()) {
       seg = tail.substr(0, m_cap);  // common case: no copy
@@ -102,16 +107,17 @@ class LineSplitter {
       append(tail);
       seg = m_buf;
     }
-    if (!seg.empty()) {
+    if (!seg.empty() || empty_too) {
       on_segment(seg, m_line + 1);
     }
     m_buf.clear();
   }
 
   size_t m_cap;
+  bool m_lines;
   std::string m_buf;
   uint64_t m_line = 0;
   bool m_line_open = false;  // bytes of an unfinished line were seen
 };
 
-}  // namespace classify
+}  // namespace util

@@ -1,8 +1,9 @@
-// classify/verdict.hpp: what the classifier consumes besides the log, and what it decides.
+// model/verdict.hpp: what the classifier consumes besides the log, and what it decides.
 //
-// These plain structs are the contract between `run` (which gathers the exit
-// status and the host evidence), the classifier, the report writer and the
-// notifier. The classifier never touches processes: it takes bytes plus these facts.
+// These plain structs are the vocabulary shared by `run` (which gathers the exit
+// status and the host evidence), the classifier, report.json (report/run_report.hpp,
+// its one reader and writer) and the notifier. They sit below all of them, so that
+// report/ and notify/ use them without depending on classify/.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace classify {
+namespace model {
 
 // How the job ended. Exactly one of exit_code and signal is set for a finished job.
 struct ExitInfo {
@@ -61,4 +62,4 @@ struct Verdict {
   std::vector<std::string> caveats;
 };
 
-}  // namespace classify
+}  // namespace model
