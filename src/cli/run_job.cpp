@@ -82,7 +82,7 @@ std::optional<report::RunReport> provisional_report(report::RunReport rep,
 // run's facts so far go to stall.json beside report.json, and gpualert-notify builds
 // the notice from it (the log's tail, the GPUs' last readings) with its own deadline.
 // Returns what became of it, for report.json.
-std::string send_stall_notice(const report::RunReport& stalled, const notify::Config& config,
+std::string send_stall_notice(const report::RunReport& stalled, const config::Config& config,
                               const std::string& config_file) {
   const std::string path = stalled.run_dir + "/stall.json";
   if (auto st = util::write_file_atomic(path, report::to_text(stalled), 0644,
@@ -97,7 +97,7 @@ std::string send_stall_notice(const report::RunReport& stalled, const notify::Co
   if (out.delivered) {
     return "sent to " + out.where;
   }
-  if (out.queued && !notify::has_channel(config)) {
+  if (out.queued && !config::has_channel(config)) {
     return "kept in the outbox (no SMTP, webhook or ntfy configured)";
   }
   return out.detail.empty() ? "kept in " + out.where : out.detail;
@@ -123,10 +123,10 @@ std::string current_dir() {
 // Where the run directory goes when the log directory can't be used: private
 // places only (the log holds everything the job printed). The tmp one is refused
 // when someone else made it first; `notes` says why a place was left out.
-std::vector<std::string> fallback_bases(const notify::Config& config,
+std::vector<std::string> fallback_bases(const config::Config& config,
                                         std::vector<std::string>& notes) {
   std::vector<std::string> bases;
-  std::string state = notify::state_dir(config);
+  std::string state = config::state_dir(config);
   if (util::make_dirs(state, 0700)) {
     if (auto st = util::private_dir(state + "/runs"); st) {
       bases.push_back(state + "/runs");
@@ -239,7 +239,7 @@ class JobRun {
   void start_stall_notice();
 
   const RunOptions& m_o;
-  notify::Config m_config;
+  config::Config m_config;
   std::optional<classify::RuleSet> m_preloaded;
   OnlineDiagnosis* m_diagnosis = nullptr;
   report::RunReport m_rep;
@@ -278,14 +278,14 @@ class JobRun {
 // Flags over the config file (and its environment); a bad combination is a usage
 // error before anything runs.
 std::optional<RunEnding> JobRun::apply_options() {
-  auto config_r = notify::load_config(m_o.config_file);
+  auto config_r = config::load_config(m_o.config_file);
   if (!config_r) {
     std::fprintf(stderr, "gpualert: error: %s\n", config_r.error().c_str());
     return RunEnding{2, std::nullopt};
   }
   m_config = std::move(*config_r);
   if (!m_o.to.empty()) {
-    if (auto st = notify::check_recipients(m_o.to); !st) {
+    if (auto st = config::check_recipients(m_o.to); !st) {
       std::fprintf(stderr, "gpualert: error: --to: %s\n", st.error().c_str());
       return RunEnding{2, std::nullopt};
     }
@@ -355,7 +355,7 @@ void JobRun::describe_job() {
 std::optional<RunEnding> JobRun::make_run_dir() {
   std::string log_dir = m_o.log_dir;
   if (log_dir.empty()) {
-    log_dir = notify::log_dir(m_config);
+    log_dir = config::log_dir(m_config);
   }
   report::HeaderFacts header{m_rep.name, m_rep.argv, m_rep.cwd,
                              m_rep.host, m_rep.user, m_rep.started,
@@ -698,7 +698,7 @@ void JobRun::write_report() {
           util::write_file_atomic(m_report_path, report_text, 0644, util::Durability::replace_only);
       !st) {
     // A full or broken log device must not lose the verdict too: keep it in the state dir.
-    std::string fallback_dir = notify::state_dir(m_config) + "/reports";
+    std::string fallback_dir = config::state_dir(m_config) + "/reports";
     std::string fallback =
         fallback_dir + "/" +
         util::safe_file_component(rep.run_dir.substr(rep.run_dir.find_last_of('/') + 1), 200) +
