@@ -240,7 +240,6 @@ class JobRun {
 
   const RunOptions& m_o;
   config::Config m_config;
-  std::optional<classify::RuleSet> m_preloaded;
   OnlineDiagnosis* m_diagnosis = nullptr;
   report::RunReport m_rep;
   std::time_t m_start_t = 0;
@@ -318,6 +317,7 @@ std::optional<RunEnding> JobRun::apply_options() {
 // A user's rules file is checked before anything runs (a broken one is a usage
 // error); the embedded default is loaded right after the spawn, while the job starts.
 std::optional<RunEnding> JobRun::load_rules() {
+  std::optional<classify::RuleSet> preloaded;
   std::string rules_file = m_o.rules_file.empty() ? m_config.rules_file : m_o.rules_file;
   if (!rules_file.empty()) {
     auto rules = classify::load_rules({rules_file});
@@ -325,13 +325,13 @@ std::optional<RunEnding> JobRun::load_rules() {
       std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
       return RunEnding{2, std::nullopt};
     }
-    m_preloaded = std::move(*rules);
+    preloaded = std::move(*rules);
   }
   // Not destroyed here: `run` ends with _Exit right after run_job returns
   // (finish_like), so the compiled rules and the scanner are left for the kernel
   // to take back, instead of being freed one regex at a time (~0.06 ms per job).
   static std::optional<OnlineDiagnosis> s_diagnosis;
-  m_diagnosis = &s_diagnosis.emplace(std::move(m_preloaded));
+  m_diagnosis = &s_diagnosis.emplace(std::move(preloaded));
   return std::nullopt;
 }
 
