@@ -59,7 +59,7 @@ int cmd_notify(int argc, char** argv) {
     std::printf("gpualert: notification delivered (%s)\n", out.where.c_str());
     return 0;
   }
-  if (out.queued && !notify::has_channel(*config)) {
+  if (out.queued && !config::has_channel(*config)) {
     std::printf("gpualert: %s\n", out.detail.c_str());
     return 0;
   }

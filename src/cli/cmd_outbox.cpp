@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/notify.hpp"
 #include "notify/outbox.hpp"
@@ -58,7 +58,7 @@ void print_pending(const notify::PendingNotice& p) {
 
 // Builds each pending notice into the outbox and sends it, as `run` would have.
 // Returns how many are still pending or were not delivered; counts all in `total`.
-int build_pending(const notify::Config& config, size_t& total) {
+int build_pending(const config::Config& config, size_t& total) {
   int kept = 0;
   for (const auto& p : notify::list_pending(config)) {
     if (!notify::take_pending(config, p)) {
@@ -72,7 +72,7 @@ int build_pending(const notify::Config& config, size_t& total) {
     if (p.budget_bytes > 0) {
       rn.budget_bytes = p.budget_bytes;
     }
-    notify::Config c = config;
+    config::Config c = config;
     if (!p.to.empty()) {
       c.to = p.to;
     }
@@ -110,7 +110,7 @@ int cmd_outbox(int argc, char** argv) {
   if (!config) {
     return 2;
   }
-  notify::Outbox outbox(notify::outbox_dir(*config), notify::sent_dir(*config));
+  notify::Outbox outbox(config::outbox_dir(*config), config::sent_dir(*config));
   if (action == "withdraw") {
     // Gone already, or being sent right now (then it was due, and stands): not an error.
     for (const auto& id : ids) {

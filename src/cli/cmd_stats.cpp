@@ -18,7 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/parse_args.hpp"
 #include "cli/stats.hpp"
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -266,13 +266,13 @@ int cmd_stats(int argc, char** argv) {
     since = std::time(nullptr) -
             static_cast<std::time_t>(std::chrono::duration_cast<std::chrono::seconds>(*d).count());
   }
-  auto config = notify::load_config(config_file);
+  auto config = config::load_config(config_file);
   if (!config) {
     std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
   }
   if (dirs.empty()) {
-    dirs.push_back(notify::log_dir(*config));
+    dirs.push_back(config::log_dir(*config));
   }
   std::vector<std::string> log_dirs;
   for (const auto& d : dirs) {

@@ -35,9 +35,9 @@
 #include "cli/parse_args.hpp"
 #include "cli/run_state.hpp"
 #include "cli/sweep.hpp"
+#include "config/config.hpp"
 #include "gpu/watch.hpp"
 #include "host/scheduler.hpp"
-#include "notify/config.hpp"
 #include "notify/policy.hpp"
 #include "report/run_dir.hpp"
 #include "report/run_report.hpp"
@@ -254,7 +254,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   rep.reconstructed = why;
 
   RunNotifyEnv notify_env(h.env);
-  auto config = notify::load_config(ctx.config_file);
+  auto config = config::load_config(ctx.config_file);
   if (!config) {
     message = config.error();
     return Outcome::failed;
@@ -327,7 +327,7 @@ std::string absolute(const std::string& path) {
 
 int sweep(const std::vector<std::string>& log_dirs, const std::string& config_file, bool quiet,
           bool journal_only) {
-  auto config = notify::load_config(config_file);
+  auto config = config::load_config(config_file);
   if (!config) {
     std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
@@ -386,7 +386,7 @@ int sweep(const std::vector<std::string>& log_dirs, const std::string& config_fi
   return failures > 0 ? 1 : 0;
 }
 
-bool journal_has_orphans(const notify::Config& config, const std::string& own_entry) {
+bool journal_has_orphans(const config::Config& config, const std::string& own_entry) {
   const std::string jdir = journal_dir(config);
   DIR* d = ::opendir(jdir.c_str());
   if (d == nullptr) {
@@ -433,13 +433,13 @@ int cmd_sweep(int argc, char** argv) {
   if (auto done = parse_args(app, argc, argv, "sweep")) {
     return *done;
   }
-  auto config = notify::load_config(config_file);
+  auto config = config::load_config(config_file);
   if (!config) {
     std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
     return 2;
   }
   if (dirs.empty() && !journal_only) {
-    dirs.push_back(notify::log_dir(*config));
+    dirs.push_back(config::log_dir(*config));
   }
   int rc = sweep(dirs, config_file, quiet, journal_only);
   if (!no_flush) {

@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/notify_flags.hpp"
 #include "cli/parse_args.hpp"
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/mime.hpp"
 #include "notify/notice.hpp"
@@ -31,7 +31,7 @@ int cmd_test_notify(int argc, char** argv) {
   if (!config) {
     return 2;
   }
-  if (!notify::has_channel(*config)) {
+  if (!config::has_channel(*config)) {
     std::fprintf(stderr,
                  "gpualert: error: nothing to test: no SMTP, webhook or ntfy configured "
                  "(GPUALERT_SMTP_URL and GPUALERT_TO, GPUALERT_WEBHOOK_URL, or "

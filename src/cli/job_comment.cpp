@@ -38,7 +38,7 @@ std::string job_comment_text(const report::RunReport& rep) {
   return text;
 }
 
-host::CommentWrite start_job_comment(const report::RunReport& rep, const notify::Config& config) {
+host::CommentWrite start_job_comment(const report::RunReport& rep, const config::Config& config) {
   std::string job_id = env_of(rep, "SLURM_JOB_ID");
   if (!config.slurm_comment || job_id.empty()) {
     return {};

@@ -10,8 +10,8 @@
 
 #include <string>
 
+#include "config/config.hpp"
 #include "host/scheduler.hpp"
-#include "notify/config.hpp"
 #include "report/run_report.hpp"
 
 namespace cli {
@@ -23,6 +23,6 @@ std::string job_comment_text(const report::RunReport& rep);
 // Starts the write when the run is inside a Slurm job (SLURM_JOB_ID), the config allows
 // it, and the run failed or is the only task of its step: a healthy task of a
 // multi-task step must not overwrite a failing task's cause. Not running otherwise.
-host::CommentWrite start_job_comment(const report::RunReport& rep, const notify::Config& config);
+host::CommentWrite start_job_comment(const report::RunReport& rep, const config::Config& config);
 
 }  // namespace cli

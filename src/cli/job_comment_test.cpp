@@ -65,7 +65,7 @@ struct FakeScontrol {
 
 TEST(JobComment, AFailingTaskWritesAHealthyTaskOfAManyTaskStepDoesNot) {
   FakeScontrol fake;
-  notify::Config config;
+  config::Config config;
   EXPECT_TRUE(cli::start_job_comment(failed_rank("1"), config).finish());
   EXPECT_EQ(fake.argv(),
             "update|JobId=4242|Comment=gpualert: cuda_oom rank 1: "
@@ -81,7 +81,7 @@ TEST(JobComment, AFailingTaskWritesAHealthyTaskOfAManyTaskStepDoesNot) {
 
 TEST(JobComment, NotInASlurmJobOrOptedOutNothingRuns) {
   FakeScontrol fake;
-  notify::Config config;
+  config::Config config;
   report::RunReport outside = failed_rank("1");
   outside.env.erase("SLURM_JOB_ID");
   EXPECT_FALSE(cli::start_job_comment(outside, config).running());

@@ -61,7 +61,7 @@ std::string notify_helper_path() { return util::sibling_program(k_helper_name); 
 
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
-                                const notify::Config& config, int64_t hold_seconds,
+                                const config::Config& config, int64_t hold_seconds,
                                 const std::vector<std::string>& supersede,
                                 const std::string& report_path) {
   int fds[2];
@@ -151,7 +151,7 @@ NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<st
 }
 
 void withdraw_held_notice(const std::vector<std::string>& ids, const std::string& config_file,
-                          const notify::Config& config) {
+                          const config::Config& config) {
   std::vector<std::string> args = {"outbox", "withdraw"};
   auto more = config_args(config_file, config.notify_timeout);
   args.insert(args.end(), more.begin(), more.end());
@@ -163,9 +163,9 @@ void withdraw_held_notice(const std::vector<std::string>& ids, const std::string
   }
 }
 
-void flush_outbox_in_background(const notify::Config& config, const std::string& config_file) {
+void flush_outbox_in_background(const config::Config& config, const std::string& config_file) {
   // Most runs find nothing to do: say so without starting anything.
-  if (!notify::has_channel(config) || !notify::outbox_has_pending(config)) {
+  if (!config::has_channel(config) || !notify::outbox_has_pending(config)) {
     return;
   }
   std::vector<std::string> args = {"outbox", "flush", "--if-idle"};
@@ -174,7 +174,7 @@ void flush_outbox_in_background(const notify::Config& config, const std::string&
   (void)spawn_helper(args, -1, true);  // best effort; the job goes on either way
 }
 
-void flush_outbox_now(const notify::Config& config, const std::string& config_file) {
+void flush_outbox_now(const config::Config& config, const std::string& config_file) {
   if (!notify::outbox_has_pending(config)) {
     return;
   }
@@ -198,7 +198,7 @@ void flush_outbox_now(const notify::Config& config, const std::string& config_fi
   }
 }
 
-void sweep_journal_in_background(const notify::Config& config, const std::string& own_entry,
+void sweep_journal_in_background(const config::Config& config, const std::string& own_entry,
                                  const std::string& config_file) {
   if (!journal_has_orphans(config, own_entry)) {
     return;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 namespace cli {
 
@@ -25,7 +25,7 @@ struct NotifyOutcome {
 
 // Withdraws held notices (see notify_via_helper) that the run no longer needs.
 void withdraw_held_notice(const std::vector<std::string>& ids, const std::string& config_file,
-                          const notify::Config& config);
+                          const config::Config& config);
 
 // Path of gpualert-notify: beside our own executable, or "" if it is missing.
 std::string notify_helper_path();
@@ -35,21 +35,21 @@ std::string notify_helper_path();
 // withdraw first (see notify::RunNotice).
 NotifyOutcome notify_via_helper(const std::string& run_dir, const std::vector<std::string>& attach,
                                 uint64_t budget_bytes, const std::string& config_file,
-                                const notify::Config& config, int64_t hold_seconds = 0,
+                                const config::Config& config, int64_t hold_seconds = 0,
                                 const std::vector<std::string>& supersede = {},
                                 const std::string& report_path = "");
 
 // Starts `gpualert-notify outbox flush` detached (own session, stdio on /dev/null) when
 // a channel is configured and the outbox has entries; returns at once, never waits.
-void flush_outbox_in_background(const notify::Config& config, const std::string& config_file);
+void flush_outbox_in_background(const config::Config& config, const std::string& config_file);
 
 // Runs `gpualert-notify outbox flush` and waits for it (at most the notify timeout and
 // a few seconds more): what `sweep` does after reporting runs.
-void flush_outbox_now(const notify::Config& config, const std::string& config_file);
+void flush_outbox_now(const config::Config& config, const std::string& config_file);
 
 // Starts `gpualert sweep --journal` detached when the journal holds a run whose
 // wrapper seems gone, so that a later job reports it without anyone's help.
-void sweep_journal_in_background(const notify::Config& config, const std::string& own_entry,
+void sweep_journal_in_background(const config::Config& config, const std::string& own_entry,
                                  const std::string& config_file);
 
 // Replaces this process with the helper running the same subcommand (argv[0] is its name).

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/parse_args.hpp"
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 namespace cli {
 
@@ -31,14 +31,14 @@ struct NotifyFlags {
   }
 
   // The configuration with the flags applied; on error, says why on stderr (nullopt).
-  std::optional<notify::Config> load() const {
-    auto config = notify::load_config(config_file);
+  std::optional<config::Config> load() const {
+    auto config = config::load_config(config_file);
     if (!config) {
       std::fprintf(stderr, "gpualert: error: %s\n", config.error().c_str());
       return std::nullopt;
     }
     if (!to.empty()) {
-      if (auto st = notify::check_recipients(to); !st) {
+      if (auto st = config::check_recipients(to); !st) {
         std::fprintf(stderr, "gpualert: error: --to: %s\n", st.error().c_str());
         return std::nullopt;
       }

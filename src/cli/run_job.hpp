@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 namespace cli {
 

@@ -25,11 +25,11 @@ std::string default_job_name(char** envp, const std::string& command_basename) {
   return command_basename;
 }
 
-std::string journal_dir(const notify::Config& config) {
-  return notify::state_dir(config) + "/running";
+std::string journal_dir(const config::Config& config) {
+  return config::state_dir(config) + "/running";
 }
 
-std::string journal_add(const notify::Config& config, const std::string& run_dir) {
+std::string journal_add(const config::Config& config, const std::string& run_dir) {
   std::string dir = journal_dir(config);
   std::string leaf = run_dir.substr(run_dir.find_last_of('/') + 1);
   std::string entry = dir + "/" + util::safe_file_component(leaf, 200);

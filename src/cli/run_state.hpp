@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "model/verdict.hpp"
-#include "notify/config.hpp"
 
 namespace cli {
 
@@ -27,11 +27,11 @@ namespace cli {
 std::string default_job_name(char** envp, const std::string& command_basename);
 
 // <state_dir>/running
-std::string journal_dir(const notify::Config& config);
+std::string journal_dir(const config::Config& config);
 
 // Adds the run to the journal; returns the entry's path ("" if it could not be made:
 // sweeping the log directory still finds the run).
-std::string journal_add(const notify::Config& config, const std::string& run_dir);
+std::string journal_add(const config::Config& config, const std::string& run_dir);
 void journal_remove(const std::string& entry);
 
 // The scheduler's evidence about a job that it ended, asked within `deadline`: see

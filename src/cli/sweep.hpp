@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 namespace cli {
 
@@ -16,6 +16,6 @@ int sweep(const std::vector<std::string>& log_dirs, const std::string& config_fi
 
 // Whether the journal holds a run other than `own_entry` whose wrapper seems gone
 // (cheap: one open and flock per entry), so that a sweep is worth starting.
-bool journal_has_orphans(const notify::Config& config, const std::string& own_entry);
+bool journal_has_orphans(const config::Config& config, const std::string& own_entry);
 
 }  // namespace cli

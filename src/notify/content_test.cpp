@@ -160,7 +160,7 @@ TEST(ShouldNotify, FollowsNotifyWhen) {
   report::RunReport ok = failed_run();
   ok.exit_code = 0;
   ok.verdict->label = "success";
-  Config c;
+  config::Config c;
   EXPECT_TRUE(should_notify(c, failed));
   EXPECT_TRUE(should_notify(c, ok));
   c.notify_when = "failure";
@@ -181,7 +181,7 @@ report::RunReport interrupted_run() {
 }
 
 TEST(Policy, CtrlCAtTheTerminalIsNotMailedUnderFailure) {
-  Config c;
+  config::Config c;
   c.notify_when = "failure";
   report::RunReport r = interrupted_run();
   EXPECT_TRUE(interrupted_at_terminal(r));
@@ -200,7 +200,7 @@ TEST(Policy, CtrlCAtTheTerminalIsNotMailedUnderFailure) {
 }
 
 TEST(Policy, OtherCancellationsAreStillMailedUnderFailure) {
-  Config c;
+  config::Config c;
   c.notify_when = "failure";
   report::RunReport batch = interrupted_run();
   batch.interactive = false;  // a batch job's SIGINT came from someone else (scancel -s INT)

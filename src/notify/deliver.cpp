@@ -43,7 +43,7 @@ void reset_signals_in_child() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::string& id,
+EntryResult deliver_one(const config::Config& config, const Outbox& outbox, const std::string& id,
                         Clock::time_point deadline) {
   EntryResult r;
   r.id = id;
@@ -71,13 +71,13 @@ EntryResult deliver_one(const Config& config, const Outbox& outbox, const std::s
     sent.stage = "outbox";
     sent.detail = payload.error();
   } else if (r.channel == "webhook") {
-    Config c = config;
+    config::Config c = config;
     if (!entry.meta().url.empty()) {
       c.webhook_url = entry.meta().url;  // where it was meant to go when queued
     }
     sent = webhook_post(c, *payload, left);
   } else if (r.channel == "ntfy") {
-    Config c = config;
+    config::Config c = config;
     if (!entry.meta().url.empty()) {
       c.ntfy_url = entry.meta().url;
     }
@@ -136,7 +136,7 @@ void ensure_curl_initialised() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
+std::vector<EntryResult> deliver_now(const config::Config& config, const Outbox& outbox,
                                      const std::vector<std::string>& ids,
                                      Clock::time_point deadline) {
   ensure_curl_initialised();
@@ -147,7 +147,7 @@ std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
   return out;
 }
 
-std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& outbox,
+std::vector<EntryResult> deliver_isolated(const config::Config& config, const Outbox& outbox,
                                           const std::vector<std::string>& ids,
                                           milliseconds timeout) {
   std::vector<EntryResult> out;

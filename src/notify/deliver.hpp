@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/outbox.hpp"
 
 namespace notify {
@@ -26,13 +26,13 @@ struct EntryResult {
 };
 
 // Attempts each entry in this process, each bounded by what is left until deadline.
-std::vector<EntryResult> deliver_now(const Config& config, const Outbox& outbox,
+std::vector<EntryResult> deliver_now(const config::Config& config, const Outbox& outbox,
                                      const std::vector<std::string>& ids,
                                      std::chrono::steady_clock::time_point deadline);
 
 // The same in a child process, killed at now + timeout. Entries the child did not
 // report on get a failure reason recorded here. Returns within timeout + a few ms.
-std::vector<EntryResult> deliver_isolated(const Config& config, const Outbox& outbox,
+std::vector<EntryResult> deliver_isolated(const config::Config& config, const Outbox& outbox,
                                           const std::vector<std::string>& ids,
                                           std::chrono::milliseconds timeout);
 

@@ -71,7 +71,7 @@ bool has_mail_domain(const std::string& address) {
   return at != std::string::npos && is_domain(std::string_view(bare).substr(at + 1));
 }
 
-util::Result<Notice> build_notice(const RunNotice& rn, const Config& config) {
+util::Result<Notice> build_notice(const RunNotice& rn, const config::Config& config) {
   Notice n;
   std::string report_path = rn.report_path.empty() ? rn.run_dir + "/report.json" : rn.report_path;
   auto rep = report::load(report_path);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/notify.hpp"
 #include "report/run_report.hpp"
 #include "util/result.hpp"
@@ -26,7 +26,7 @@ struct Notice {
   std::vector<std::string> unattached;  // "name: reason" for the wrapper's end line
 };
 
-util::Result<Notice> build_notice(const RunNotice& notice, const Config& config);
+util::Result<Notice> build_notice(const RunNotice& notice, const config::Config& config);
 
 // The sender when none is configured: gpualert@<domain>, the domain being
 // sender_domain("/etc/mailname", host), else gpualert@<host> (which many relays refuse:

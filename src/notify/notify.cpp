@@ -15,21 +15,21 @@ namespace notify {
 namespace {
 
 // How the end line names a channel that took the notice.
-std::string channel_name(const std::string& channel, const Config& config) {
+std::string channel_name(const std::string& channel, const config::Config& config) {
   if (channel == "ntfy") {
     return "ntfy " + redact_url(config.ntfy_url);
   }
   return channel == "webhook" ? "webhook" : redact_url(config.smtp_url);
 }
 
-Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
+Outcome notify_run_or_throw(const RunNotice& rn, const config::Config& config) {
   Outcome out;
   auto notice = build_notice(rn, config);
   if (!notice) {
     out.detail = "cannot build the notification: " + notice.error();
     return out;
   }
-  Outbox outbox(outbox_dir(config), sent_dir(config));
+  Outbox outbox(config::outbox_dir(config), config::sent_dir(config));
   for (const auto& id : rn.supersede) {
     outbox.withdraw(id);  // gone already, or being sent: then it was due, and stands
   }
@@ -61,7 +61,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
       first_queued = outbox.payload_path(*added);
     }
   };
-  if (!config.smtp_url.empty() || !has_channel(config)) {
+  if (!config.smtp_url.empty() || !config::has_channel(config)) {
     EntryMeta m;
     m.channel = "smtp";
     m.to = config.to;
@@ -80,7 +80,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     m.url = config.ntfy_url;
     queue(std::move(m), notice->ntfy_payload);
   }
-  if (!unqueued.empty() && (rn.hold_seconds > 0 || !has_channel(config))) {
+  if (!unqueued.empty() && (rn.hold_seconds > 0 || !config::has_channel(config))) {
     for (const auto& u : unqueued) {  // nothing to send it through now: say why it is lost
       out.detail += (out.detail.empty() ? "" : "; ") + u.why;
     }
@@ -127,7 +127,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
     out.detail = "held in the outbox for " + std::to_string(rn.hold_seconds) + " s";
     return out;
   }
-  if (!has_channel(config)) {
+  if (!config::has_channel(config)) {
     out.queued = true;
     out.where = first_queued;
     out.detail = "no SMTP, webhook or ntfy configured: the message is in " + first_queued +
@@ -172,7 +172,7 @@ Outcome notify_run_or_throw(const RunNotice& rn, const Config& config) {
 
 }  // namespace
 
-Outcome notify_run(const RunNotice& rn, const Config& config) {
+Outcome notify_run(const RunNotice& rn, const config::Config& config) {
   try {
     return notify_run_or_throw(rn, config);
   } catch (const std::exception& e) {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/policy.hpp"
 #include "report/run_report.hpp"
 
@@ -45,6 +45,6 @@ struct RunNotice {
   std::string report_path;
 };
 
-Outcome notify_run(const RunNotice& notice, const Config& config);
+Outcome notify_run(const RunNotice& notice, const config::Config& config);
 
 }  // namespace notify

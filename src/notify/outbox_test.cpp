@@ -166,7 +166,7 @@ TEST_F(OutboxTest, IsolatedDeliveryToARefusedPortKeepsTheEntryWithTheReason) {
   bind(s, reinterpret_cast<sockaddr*>(&addr), len);
   getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
   close(s);
-  Config c;
+  config::Config c;
   c.smtp_url = "smtp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   c.to = {"a@example.com"};
   Outbox ob = box();
@@ -195,7 +195,7 @@ TEST_F(OutboxTest, IsolatedDeliveryIsKilledAtTheDeadline) {
   listen(s, 4);
   getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
   util::UniqueFd keep(s);
-  Config c;
+  config::Config c;
   c.smtp_url = "smtp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   c.to = {"a@example.com"};
   Outbox ob = box();

@@ -17,19 +17,21 @@ namespace {
 
 using nlohmann::json;
 
-std::string file_of(const Config& config, const std::string& id) {
+std::string file_of(const config::Config& config, const std::string& id) {
   return pending_dir(config) + "/" + id + ".json";
 }
 
-std::string taking_of(const Config& config, const std::string& id) {
+std::string taking_of(const config::Config& config, const std::string& id) {
   return file_of(config, id) + ".taking." + std::to_string(::getpid());
 }
 
 }  // namespace
 
-std::string pending_dir(const Config& config) { return outbox_dir(config) + "/pending"; }
+std::string pending_dir(const config::Config& config) {
+  return config::outbox_dir(config) + "/pending";
+}
 
-util::Result<std::string> queue_pending(const Config& config, PendingNotice n) {
+util::Result<std::string> queue_pending(const config::Config& config, PendingNotice n) {
   std::time_t now = std::time(nullptr);
   n.created = util::iso8601_local(now);
   // Sortable by time, unique per process and call.
@@ -62,7 +64,7 @@ util::Result<std::string> queue_pending(const Config& config, PendingNotice n) {
   return path;
 }
 
-std::vector<PendingNotice> list_pending(const Config& config) {
+std::vector<PendingNotice> list_pending(const config::Config& config) {
   std::vector<PendingNotice> out;
   DIR* dir = ::opendir(pending_dir(config).c_str());
   if (dir == nullptr) {
@@ -121,11 +123,11 @@ std::vector<PendingNotice> list_pending(const Config& config) {
   return out;
 }
 
-bool take_pending(const Config& config, const PendingNotice& n) {
+bool take_pending(const config::Config& config, const PendingNotice& n) {
   return ::rename(file_of(config, n.id).c_str(), taking_of(config, n.id).c_str()) == 0;
 }
 
-void finish_pending(const Config& config, const PendingNotice& n, bool done) {
+void finish_pending(const config::Config& config, const PendingNotice& n, bool done) {
   if (done) {
     ::unlink(taking_of(config, n.id).c_str());
   } else {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "util/result.hpp"
 
 namespace notify {
@@ -30,14 +30,14 @@ struct PendingNotice {
   std::string reason;   // why it could not be built at once
 };
 
-std::string pending_dir(const Config& config);
+std::string pending_dir(const config::Config& config);
 // Writes a new pending notice (fills id and created); returns its path.
-util::Result<std::string> queue_pending(const Config& config, PendingNotice notice);
+util::Result<std::string> queue_pending(const config::Config& config, PendingNotice notice);
 // Oldest first; unreadable files are skipped.
-std::vector<PendingNotice> list_pending(const Config& config);
+std::vector<PendingNotice> list_pending(const config::Config& config);
 // Takes a pending notice for building: false when another process took it first.
-bool take_pending(const Config& config, const PendingNotice& notice);
+bool take_pending(const config::Config& config, const PendingNotice& notice);
 // After building: removes it (done), or puts it back for a later flush.
-void finish_pending(const Config& config, const PendingNotice& notice, bool done);
+void finish_pending(const config::Config& config, const PendingNotice& notice, bool done);
 
 }  // namespace notify

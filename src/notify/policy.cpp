@@ -28,7 +28,7 @@ bool interrupted_at_terminal(const report::RunReport& r) {
   return false;
 }
 
-bool should_notify(const Config& config, const report::RunReport& r) {
+bool should_notify(const config::Config& config, const report::RunReport& r) {
   if (config.notify_when == "never") {
     return false;
   }
@@ -41,10 +41,10 @@ bool should_notify(const Config& config, const report::RunReport& r) {
   return true;
 }
 
-bool outbox_has_pending(const Config& config) {
+bool outbox_has_pending(const config::Config& config) {
   bool found = false;
   for (const char* sub : {"/new", "/pending"}) {  // pending: notices not built yet
-    DIR* dir = ::opendir((outbox_dir(config) + sub).c_str());
+    DIR* dir = ::opendir((config::outbox_dir(config) + sub).c_str());
     if (dir == nullptr) {
       continue;
     }

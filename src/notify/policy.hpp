@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "report/run_report.hpp"
 
 namespace notify {
@@ -21,10 +21,10 @@ bool interrupted_at_terminal(const report::RunReport& r);
 
 // Whether Config::notify_when (always | failure | never) asks for a message about this run.
 // `failure` leaves out a run interrupted at its terminal: the person knows already.
-bool should_notify(const Config& config, const report::RunReport& run);
+bool should_notify(const config::Config& config, const report::RunReport& run);
 
 // Whether the outbox holds messages waiting for delivery, or notices waiting to be
 // built (notify/pending.hpp): a readdir each, no parsing.
-bool outbox_has_pending(const Config& config);
+bool outbox_has_pending(const config::Config& config);
 
 }  // namespace notify

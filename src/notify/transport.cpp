@@ -183,7 +183,7 @@ std::string bare_address(const std::string& addr) {
   return addr;
 }
 
-SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
+SendResult smtp_send(const config::Config& config, const std::vector<std::string>& to,
                      std::string_view message, std::chrono::milliseconds timeout) {
   SendResult bad;
   bad.stage = "config";
@@ -199,7 +199,7 @@ SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
     bad.detail = "no recipient (GPUALERT_TO, --to, or `to` in the config file)";
     return bad;
   }
-  auto password = smtp_password(config);
+  auto password = config::smtp_password(config);
   if (!password) {
     bad.detail = password.error();
     return bad;
@@ -296,7 +296,7 @@ std::string http_header_value(std::string_view text) {
 
 }  // namespace
 
-SendResult webhook_post(const Config& config, std::string_view json,
+SendResult webhook_post(const config::Config& config, std::string_view json,
                         std::chrono::milliseconds timeout) {
   if (config.webhook_url.empty()) {
     SendResult bad;
@@ -308,7 +308,7 @@ SendResult webhook_post(const Config& config, std::string_view json,
                    json, timeout);
 }
 
-SendResult ntfy_post(const Config& config, const NtfyMessage& m,
+SendResult ntfy_post(const config::Config& config, const NtfyMessage& m,
                      std::chrono::milliseconds timeout) {
   if (config.ntfy_url.empty()) {
     SendResult bad;

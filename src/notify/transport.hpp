@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "notify/config.hpp"
+#include "config/config.hpp"
 #include "notify/payloads.hpp"
 
 namespace notify {
@@ -37,17 +37,17 @@ struct SendResult {
 // Uploads an RFC 5322 message unchanged to config.smtp_url for `to`.
 // smtp:// uses STARTTLS when the server offers it (required when a password is
 // configured: a password never travels in clear); smtps:// is TLS from the start.
-SendResult smtp_send(const Config& config, const std::vector<std::string>& to,
+SendResult smtp_send(const config::Config& config, const std::vector<std::string>& to,
                      std::string_view message, std::chrono::milliseconds timeout);
 
 // POSTs a JSON payload to config.webhook_url; any 2xx is success.
-SendResult webhook_post(const Config& config, std::string_view json,
+SendResult webhook_post(const config::Config& config, std::string_view json,
                         std::chrono::milliseconds timeout);
 
 // POSTs a push message to config.ntfy_url (the topic's URL): the message as the body,
 // title, priority and tags as headers; any 2xx is success. User info in the URL is
 // sent as HTTP basic authentication.
-SendResult ntfy_post(const Config& config, const NtfyMessage& message,
+SendResult ntfy_post(const config::Config& config, const NtfyMessage& message,
                      std::chrono::milliseconds timeout);
 
 // The URL without user info, for messages.

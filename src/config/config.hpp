@@ -1,4 +1,4 @@
-// notify/config.hpp: gpualert's configuration: flags over environment over a TOML file.
+// config/config.hpp: gpualert's configuration: flags over environment over a TOML file.
 //
 // CONTRACT: load() reads the file named by --config, else $GPUALERT_CONFIG, else
 // $XDG_CONFIG_HOME/gpualert/config.toml (or ~/.config/...), when it exists; then
@@ -13,7 +13,7 @@
 
 #include "util/result.hpp"
 
-namespace notify {
+namespace config {
 
 struct Config {
   // Delivery.
@@ -67,4 +67,4 @@ std::string log_dir(const Config& c);
 std::string outbox_dir(const Config& c);  // <state_dir>/outbox
 std::string sent_dir(const Config& c);    // <state_dir>/sent
 
-}  // namespace notify
+}  // namespace config

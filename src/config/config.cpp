@@ -1,4 +1,4 @@
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 #include <sys/stat.h>
 #include <toml++/toml.h>
@@ -8,7 +8,7 @@
 #include "util/fd.hpp"
 #include "util/text.hpp"
 
-namespace notify {
+namespace config {
 
 namespace {
 
@@ -390,4 +390,4 @@ std::string state_dir(const Config& c) {
 std::string outbox_dir(const Config& c) { return state_dir(c) + "/outbox"; }
 std::string sent_dir(const Config& c) { return state_dir(c) + "/sent"; }
 
-}  // namespace notify
+}  // namespace config

@@ -1,4 +1,4 @@
-#include "notify/config.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-namespace notify {
+namespace config {
 namespace {
 
 class ConfigTest : public ::testing::Test {
@@ -180,4 +180,4 @@ TEST_F(ConfigTest, BadRecipientInEnvironmentIsAnError) {
 }
 
 }  // namespace
-}  // namespace notify
+}  // namespace config
