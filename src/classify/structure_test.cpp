@@ -1,6 +1,7 @@
 // Structure that generalises beyond wordings: the cause inside a wrapper's report, the
 // first failing process over the cascade, and one rule for the spellings of one failure.
 #include <csignal>
+#include <string>
 
 #include "classify/test_support.hpp"
 
@@ -115,6 +116,28 @@ TEST(Synonyms, OtherVendorsAndSchedulersSayTheSameThing) {
   EXPECT_EQ(classify_text("TERM_OWNER: job killed by owner.\n", exit_code(130)).label, "cancelled");
   EXPECT_EQ(classify_text("TERM_PREEMPT: job killed after preemption.\n", exit_code(143)).label,
             "preempted");
+}
+
+TEST(Synonyms, HipWordsADeviceSideAssertItsOwnWay) {
+  // HIP's device __assert_fail line, then ROCr's abort for the trap it ends with.
+  auto v = classify_text(
+      "/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side "
+      "assertion `srcIndex < srcSelectDimSize' failed.\n"
+      ":0:rocdevice.cpp :2614: [pid:1 tid:0x7f] Callback: Queue 0x7f00 aborting with error : "
+      "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: "
+      "0x1016\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "cuda_device_assert");
+  EXPECT_EQ(v.rule, "cuda-device-assert");
+  // The trap's HSA status alone is any hardware exception, not an assert.
+  v = classify_text(
+      ":0:rocdevice.cpp :2614: [pid:1 tid:0x7f] Callback: Queue 0x7f00 aborting with error : "
+      "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: "
+      "0x1016\n"
+      "Aborted (core dumped)\n",
+      killed_by(SIGABRT));
+  EXPECT_EQ(v.label, "native_crash");
 }
 
 }  // namespace
