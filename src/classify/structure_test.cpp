@@ -140,5 +140,43 @@ TEST(Synonyms, HipWordsADeviceSideAssertItsOwnWay) {
   EXPECT_EQ(v.label, "native_crash");
 }
 
+TEST(Synonyms, LaunchersReportAChildsSignalAsANegativeReturnCode) {
+  const std::string deepspeed =
+      "[2023-07-10 04:26:05,876] [INFO] [launch.py:318:sigkill_handler] Killing subprocess 94984\n"
+      "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['python', '-u', "
+      "'train.py', '--local_rank=1'] exits with return code = ";
+  // sys.exit(-11) leaves the launcher with status 245, no signal of its own.
+  auto v = classify_text(deepspeed + "-11\n", exit_code(245));
+  EXPECT_EQ(v.label, "native_crash");
+  EXPECT_EQ(v.rule, "native-crash");
+  v = classify_text(deepspeed + "-7\n", exit_code(249));
+  EXPECT_EQ(v.label, "native_crash");
+  v = classify_text(deepspeed + "-6\n", exit_code(250));
+  EXPECT_EQ(v.label, "native_crash");
+  EXPECT_EQ(v.rule, "native-abort");
+  // An abort is the reaction to the error the rank printed before it.
+  v = classify_text(
+      "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" +
+          deepspeed + "-6\n",
+      exit_code(250));
+  EXPECT_EQ(v.label, "cuda_oom");
+  // SIGKILL is evidence of a kill, not of its sender, as for torchrun's exitcode -9.
+  v = classify_text(deepspeed + "-9\n", exit_code(247));
+  EXPECT_EQ(v.label, "host_oom");
+  HostEvidence read_and_silent;
+  read_and_silent.kernel_log_read = true;
+  read_and_silent.cgroup_oom_kills = 0;
+  v = classify_text(deepspeed + "-9\n", exit_code(247), read_and_silent);
+  EXPECT_EQ(v.label, "unknown");
+  // A plain failure of the child is no signal.
+  v = classify_text(deepspeed + "1\n", exit_code(1));
+  EXPECT_NE(v.label, "native_crash");
+  v = classify_text(
+      "subprocess.CalledProcessError: Command '['python', 'train.py']' died with "
+      "<Signals.SIGSEGV: 11>.\n",
+      exit_code(1));
+  EXPECT_EQ(v.label, "native_crash");
+}
+
 }  // namespace
 }  // namespace classify
