@@ -178,5 +178,33 @@ TEST(Synonyms, LaunchersReportAChildsSignalAsANegativeReturnCode) {
   EXPECT_EQ(v.label, "native_crash");
 }
 
+TEST(Synonyms, CloudProvidersReclaimingASpotVmIsPreemption) {
+  // The VM is powered off after the notice: the job dies of SIGKILL, and without the
+  // notice nothing but the OOM killer would be the likeliest sender.
+  const std::string gcp =
+      "epoch 3 step 1200 loss 2.31\n"
+      "2024/12/17 16:03:58 GCP Metadata Service says termination is imminent\n"
+      "Dec 17 16:04:09 worker-1 systemd-logind Power key pressed.\n";
+  EXPECT_EQ(classify_text(gcp, killed_by(SIGKILL)).label, "preempted");
+  HostEvidence read_and_silent;
+  read_and_silent.kernel_log_read = true;
+  EXPECT_EQ(classify_text(gcp, killed_by(SIGKILL), read_and_silent).label, "preempted");
+  EXPECT_EQ(classify_text("2024/12/17 16:03:58 EC2 Metadata Service says termination is imminent\n",
+                          killed_by(SIGTERM))
+                .label,
+            "preempted");
+  EXPECT_EQ(classify_text("scheduled event: {\"EventId\": \"C1BF\", \"EventType\": \"Preempt\", "
+                          "\"ResourceType\": \"VirtualMachine\"}\n",
+                          killed_by(SIGKILL))
+                .label,
+            "preempted");
+  // Azure's notice for any maintenance event is not a reclaim.
+  EXPECT_EQ(classify_text("2024/12/17 16:03:58 Azure Metadata Service says a maintenance event is "
+                          "imminent\n",
+                          killed_by(SIGKILL))
+                .label,
+            "host_oom");
+}
+
 }  // namespace
 }  // namespace classify
