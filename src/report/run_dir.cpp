@@ -28,6 +28,8 @@ bool is_relevant(std::string_view key) {
                                                  "MASTER_ADDR",
                                                  "MASTER_PORT",
                                                  "NODE_RANK",
+                                                 "GPUALERT_GROUP",
+                                                 "GPUALERT_GROUP_SIZE",
                                                  "PYTORCH_CUDA_ALLOC_CONF",
                                                  "LSB_JOBID",
                                                  "LSB_JOBNAME",

@@ -178,6 +178,9 @@ json to_json(const RunReport& r) {
   if (!r.gpu_lines.empty()) {
     j["gpu_lines"] = r.gpu_lines;
   }
+  if (r.job_group) {
+    j["job_group"] = *r.job_group;
+  }
   // Diagnosis keys are present only once a classifier decided: absent, not invented.
   if (r.verdict) {
     json v = verdict_json(*r.verdict);
@@ -241,6 +244,9 @@ util::Result<RunReport> from_json(const json& j) {
       r.gpus = j["gpus"];
     }
     get_if(j, "gpu_lines", r.gpu_lines);
+    if (j.contains("job_group") && j["job_group"].is_object()) {
+      r.job_group = j["job_group"];
+    }
     get_if(j, "warnings", r.warnings);
     get_if(j, "state", r.state);
     if (j.contains("cgroup_memory_peak") && j["cgroup_memory_peak"].is_number_unsigned()) {

@@ -49,6 +49,8 @@ struct RunReport {
   // (inventory, peak and last readings, Xids, ECC deltas); absent without NVML.
   std::optional<nlohmann::json> gpus;
   std::vector<std::string> gpu_lines;  // its Xids as classifier evidence (HostEvidence)
+  // One of several wrapped ranks of a job: what the group decided (report/job_group.hpp).
+  std::optional<nlohmann::json> job_group;
 };
 
 // Secrets in argv, command, env values, evidence and warnings are masked

@@ -1,0 +1,92 @@
+// report/job_group.hpp: one notice per job whose ranks are each wrapped.
+//
+// `srun -n 8 gpualert run -- python train.py` runs eight wrappers, one per task; a
+// torchrun or deepspeed launch wrapped on each node runs one per node. They share no
+// process, only (usually) the log directory, so they coordinate through files in it:
+//
+//   <log dir>/.gpualert-groups/<key>/
+//     m.<member>   written at the start: the member's rank, host, pid and run directory
+//     e.<member>   its ending (label, cause, run directory), renamed into place
+//     notice       created with O_EXCL by the one member that sends the job's notice
+//
+// A failing member writes its ending, then tries to create `notice`: the one that
+// succeeds is the first failure and sends the notice (the other members' endings so far
+// in a line each); the others are covered by it. A member that succeeded writes its
+// ending, then lists the directory: when every member it knows of (at least the group's
+// size) has ended and none failed, it tries to create `notice` and the one that succeeds
+// sends the job's success notice. Each member writes before it lists, so the last one to
+// end sees every ending; O_EXCL decides between members ending at the same moment; no
+// member waits for another. A member killed before it writes its ending leaves the job
+// without a success notice (it failed) and without a failure notice unless another member
+// failed or `gpualert sweep` reports it (the sweep finishes it like the wrapper would).
+//
+// A member that can't use the directory, or that sees fewer members than the group's size
+// when its job is over (a log directory local to each node), sends its own notice, marked
+// as such: no notice is ever lost to coordination.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace report {
+
+struct GroupIdentity {
+  std::string key;     // "slurm-17.0", or the --group key (as given)
+  std::string member;  // the file-safe member id: its rank, else host-pid
+  std::string rank;    // "" when the launcher told none
+  std::string host;
+  std::string noun = "rank";  // "task" for a Slurm step's tasks
+  std::optional<int> size;    // how many members the group has, when known
+};
+
+// The group a run belongs to: an explicit key (--group, `group` in the config,
+// GPUALERT_GROUP) with its size (explicit, else WORLD_SIZE-like variables), else a Slurm
+// step of several tasks (SLURM_STEP_NUM_TASKS > 1: key from SLURM_JOB_ID and
+// SLURM_STEP_ID, rank SLURM_PROCID). None for a run of its own.
+std::optional<GroupIdentity> group_identity(const std::map<std::string, std::string>& env,
+                                            const std::string& explicit_key,
+                                            std::optional<int> explicit_size,
+                                            const std::string& host, long pid);
+
+// <log_dir>/.gpualert-groups/<key made file-safe>.
+std::string group_dir(const std::string& log_dir, const std::string& key);
+
+struct MemberRecord {
+  std::string member, rank, host, run_dir;
+  long pid = 0;
+  bool ended = false;
+  bool failed = false;
+  std::string label;   // the verdict's label
+  std::string cause;   // the decisive line, cut
+  std::string ending;  // "exit 1 after 2s"
+};
+
+// Makes the group directory and writes the member's start record. An error says why the
+// directory can't be used; the run then notifies on its own (finish_member says so).
+util::Status register_member(const std::string& dir, const GroupIdentity& id,
+                             const std::string& run_dir, long pid);
+
+struct GroupDecision {
+  bool send = false;                // this member sends a notice
+  std::string role;                 // first_failure, all_succeeded, covered, not_last, own
+  std::string covered_by;           // covered: the member whose notice it is
+  std::string own_why;              // own: why this member could not coordinate ("" otherwise)
+  std::vector<std::string> others;  // one line per other member (and each one not seen)
+};
+
+// Records this member's ending and decides whether it sends the group's notice (above).
+// `registered` is register_member's result at the start.
+GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
+                            const MemberRecord& ending, const util::Status& registered);
+
+// report.json's "job_group": key, noun, rank, member, size, dir, role, send, own_why,
+// covered_by, others.
+nlohmann::json decision_json(const GroupIdentity& id, const std::string& dir,
+                             const GroupDecision& d);
+
+}  // namespace report
