@@ -17,6 +17,7 @@
 #include "capture/job_terminal.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
+#include "cli/group_notice.hpp"
 #include "cli/job_comment.hpp"
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
@@ -182,6 +183,18 @@ std::string footer(const supervise::SuperviseResult& r, const std::string& ended
   return out;
 }
 
+// What a member of a group whose notice another member sends says on stderr.
+std::string group_note(const report::RunReport& rep) {
+  const auto& g = *rep.job_group;
+  std::string noun = g.value("noun", "rank");
+  if (g.value("role", "") == "covered") {
+    std::string by = g.value("covered_by", "");
+    return "the job's notice is " + noun + " " + (by.empty() ? "another's" : by + "'s") + " (" +
+           g.value("dir", "") + ")";
+  }
+  return "the job's notice is left to the last " + noun + " to end (" + g.value("dir", "") + ")";
+}
+
 }  // namespace
 
 RunEnding run_job(const RunOptions& o) {
@@ -206,6 +219,15 @@ RunEnding run_job(const RunOptions& o) {
   }
   if (o.budget) {
     config.budget_bytes = *o.budget;
+  }
+  if (!o.group.empty()) {
+    config.group = o.group;
+  }
+  if (o.group_size) {
+    config.group_size = o.group_size;
+  }
+  if (!o.array_mode.empty()) {
+    config.array_mode = o.array_mode;
   }
 
   // A user's rules file is checked before anything runs (a broken one is a usage
@@ -237,6 +259,8 @@ RunEnding run_job(const RunOptions& o) {
   auto mono_start = std::chrono::steady_clock::now();
   rep.started = util::iso8601_local(start_t);
   rep.env = report::relevant_environment(environ);
+  // Before the header: it records the group's key for a sweep.
+  RunGroup group = find_group(config, rep, ::getpid());
 
   std::string log_dir = o.log_dir;
   if (log_dir.empty()) {
@@ -270,6 +294,7 @@ RunEnding run_job(const RunOptions& o) {
   }
   rep.run_dir = run_dir->path;
   rep.log_path = run_dir->log_path;
+  join_group(group, rep);  // a small file beside the run directory just made
   if (run_dir->fallback_reason) {
     rep.log_fallback = *run_dir->fallback_reason;
     rep.warnings.push_back(*run_dir->fallback_reason + "; the log is in " + run_dir->path);
@@ -500,6 +525,8 @@ RunEnding run_job(const RunOptions& o) {
       rep.warnings.push_back("kernel.log: " + st.error());
     }
   }
+  // One notice per job: the other ranks' endings so far go into this report.
+  const bool group_sends = group_ending(group, rep);
   std::string report_path = rep.run_dir + "/report.json";
   std::string report_text = report::to_text(rep);
   // report.json is derived from output.log (which is synced): `gpualert classify`
@@ -542,10 +569,14 @@ RunEnding run_job(const RunOptions& o) {
   }
   host::CommentWrite comment = start_job_comment(rep, config);  // waited for on return, 2 s at most
   std::string notice;
-  if (!held.empty() && !notify::should_notify(config, rep)) {
+  const bool notify_this = group_sends && notify::should_notify(config, rep);
+  if (!held.empty() && !notify_this) {
     withdraw_held_notice(held, o.config_file, config);  // this ending needs none
   }
-  if (notify::should_notify(config, rep)) {
+  if (!group_sends) {
+    notice = group_note(rep);
+  }
+  if (notify_this) {
     // The final notice replaces the held one, if one was kept.
     NotifyOutcome outcome = notify_via_helper(
         rep.run_dir, o.attach, config.budget_bytes, o.config_file, config, 0, held,

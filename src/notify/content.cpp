@@ -61,10 +61,15 @@ std::vector<Fact> run_facts(const report::RunReport& r) {
   std::snprintf(secs, sizeof secs, " (%.1f s)", r.duration_s);
   add("Duration", util::human_duration(r.duration_s) + (r.duration_s >= 60 ? secs : ""));
   add("Exit", exit_text(r));
-  for (const char* var : k_job_id_vars) {
-    if (auto it = r.env.find(var); it != r.env.end()) {
-      add("Scheduler job", std::string(var) + "=" + it->second);
-      break;
+  // An array member by the id its user knows (17_1), not the job id Slurm gave it.
+  if (std::string id = scheduler_job_id(r.env); !id.empty() && r.env.count("SLURM_ARRAY_JOB_ID")) {
+    add("Scheduler job", "array job " + id);
+  } else {
+    for (const char* var : k_job_id_vars) {
+      if (auto it = r.env.find(var); it != r.env.end()) {
+        add("Scheduler job", std::string(var) + "=" + it->second);
+        break;
+      }
     }
   }
   std::string gpus;
@@ -297,6 +302,55 @@ std::vector<Fact> scheduler_facts(const report::RunReport& r) {
   return f;
 }
 
+std::string group_str(const nlohmann::json& g, const char* key) {
+  auto it = g.find(key);
+  return it != g.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Which member of a job's group this notice is, and what it stands for
+// (report/job_group.hpp): the paragraph and the other members' lines.
+struct GroupText {
+  std::string lead;
+  std::vector<std::string> others;
+};
+
+std::optional<GroupText> group_text(const report::RunReport& r) {
+  if (!r.job_group || !r.job_group->is_object()) {
+    return std::nullopt;
+  }
+  const auto& g = *r.job_group;
+  GroupText t;
+  std::string noun = group_str(g, "noun");
+  std::string me =
+      group_str(g, "rank").empty() ? "this " + noun : noun + " " + group_str(g, "rank");
+  std::string size = g.contains("size") && g["size"].is_number_integer()
+                         ? std::to_string(g["size"].get<int>()) + " " + noun + "s"
+                         : "its " + noun + "s";
+  std::string role = group_str(g, "role");
+  std::string why = group_str(g, "own_why");
+  if (role == "first_failure") {
+    t.lead = "One notice for the job (" + size + ", group " + group_str(g, "key") + "): " + me +
+             " failed first.";
+  } else if (role == "all_succeeded") {
+    t.lead = "One notice for the job: all " + size + " succeeded.";
+  } else {
+    t.lead = "This is " + me + "'s own notice";
+  }
+  if (!why.empty()) {
+    t.lead += (role == "own" ? ": " : " Own notice: ") + why + ".";
+  } else if (role == "own") {
+    t.lead += ".";
+  }
+  if (auto it = g.find("others"); it != g.end() && it->is_array()) {
+    for (const auto& l : *it) {
+      if (l.is_string()) {
+        t.others.push_back(one_line(l.get<std::string>()));
+      }
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string first_action(const report::RunReport& r) {
@@ -391,10 +445,23 @@ std::string build_subject(const report::RunReport& r) {
     who += "job " + id + " ";
   }
   who += name;
+  bool ranked = false;
   for (const char* k : {"RANK", "SLURM_PROCID"}) {
     if (auto it = r.env.find(k); it != r.env.end() && !it->second.empty() && it->second != "0") {
       who += " rank " + it->second;
+      ranked = true;
       break;
+    }
+  }
+  if (r.job_group && r.job_group->is_object()) {
+    std::string rank = group_str(*r.job_group, "rank");
+    if (!ranked && !rank.empty() && rank != "0") {
+      who += " rank " + sanitize_header_value(rank, 20);
+    }
+    if (!group_str(*r.job_group, "own_why").empty()) {
+      who += " (own notice)";  // the other ranks could not be seen: they send theirs
+    } else if (group_str(*r.job_group, "role") == "all_succeeded") {
+      who += " (all ranks)";
     }
   }
   return sanitize_header_value("[gpualert] " + head + ": " + (what.empty() ? "" : what + " | ") +
@@ -447,6 +514,19 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   if (std::string g = ok ? "" : failing_gpu_line(r); !g.empty()) {
     t += g + "\n";
     h += "<p style=\"margin:4px 0\">" + html_escape(g) + "</p>";
+  }
+  if (auto g = group_text(r)) {
+    t += "\n" + g->lead + "\n";
+    h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(g->lead) + "</b></p>";
+    if (!g->others.empty()) {
+      t += "The others:\n";
+      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
+      for (const auto& l : g->others) {
+        t += "  " + l + "\n";
+        h += "<li>" + html_escape(l) + "</li>";
+      }
+      h += "</ul>";
+    }
   }
 
   if (!ex.evidence.empty()) {

@@ -162,7 +162,7 @@ std::vector<std::string> other_lines(const GroupIdentity& id, const std::string&
       l += "still running";
     } else {
       l += (r.failed ? "failed, " : "") + r.label + " (" + r.ending + ")";
-      if (r.failed && !r.cause.empty()) {
+      if (!r.cause.empty()) {
         l += ": " + r.cause;
       }
     }

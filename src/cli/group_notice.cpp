@@ -1,0 +1,105 @@
+#include "cli/group_notice.hpp"
+
+#include "notify/policy.hpp"
+#include "report/secrets.hpp"
+#include "util/text.hpp"
+
+namespace cli {
+
+namespace {
+
+// The evidence line that decided, one line and short: the cause in the other members'
+// summaries (the notice's own subject cuts it again for a phone).
+std::string cause_of(const report::RunReport& rep) {
+  if (!rep.verdict) {
+    return "";
+  }
+  if (notify::is_success(rep)) {
+    return rep.verdict->caveats.empty() ? "" : "but " + rep.verdict->caveats.front();
+  }
+  for (const auto& e : rep.verdict->evidence) {
+    if (e.source == "log" || e.source == "kernel" || e.source == "scheduler" || e.source == "gpu") {
+      std::string text =
+          report::mask_secrets(util::printable_line(std::string(util::trim_blanks(e.text))));
+      if (text.size() > 160) {
+        size_t cut = 157;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+          --cut;
+        }
+        text = text.substr(0, cut) + "...";
+      }
+      return text;
+    }
+  }
+  return "";
+}
+
+std::string ending_of(const report::RunReport& rep) {
+  std::string s = rep.signal      ? "killed by " + *rep.signal
+                  : rep.exit_code ? "exit " + std::to_string(*rep.exit_code)
+                                  : std::string("ended");
+  return s + " after " + util::human_duration(rep.duration_s);
+}
+
+std::string group_dir_beside(const std::string& run_dir, const std::string& key) {
+  auto slash = run_dir.find_last_of('/');
+  return report::group_dir(slash == std::string::npos ? "." : run_dir.substr(0, slash), key);
+}
+
+}  // namespace
+
+RunGroup find_group(const notify::Config& config, report::RunReport& rep, long pid) {
+  RunGroup g;
+  if (config.group == "none") {
+    return g;
+  }
+  if (!config.group.empty()) {
+    rep.env["GPUALERT_GROUP"] = config.group;
+    if (config.group_size) {
+      rep.env["GPUALERT_GROUP_SIZE"] = std::to_string(*config.group_size);
+    }
+  }
+  std::optional<int> size = config.group_size;
+  if (auto it = rep.env.find("GPUALERT_GROUP_SIZE"); !size && it != rep.env.end()) {
+    if (int n = std::atoi(it->second.c_str()); n > 0) {
+      size = n;
+    }
+  }
+  std::string key = config.group;
+  if (auto it = rep.env.find("GPUALERT_GROUP"); key.empty() && it != rep.env.end()) {
+    key = it->second;
+  }
+  g.id = report::group_identity(rep.env, key, size, rep.host, pid);
+  g.pid = pid;
+  if (g.id && !rep.run_dir.empty()) {
+    g.dir = group_dir_beside(rep.run_dir, g.id->key);
+  }
+  return g;
+}
+
+void join_group(RunGroup& g, const report::RunReport& rep) {
+  if (g.id) {
+    g.dir = group_dir_beside(rep.run_dir, g.id->key);
+    g.registered = report::register_member(g.dir, *g.id, rep.run_dir, g.pid);
+  }
+}
+
+bool group_ending(RunGroup& group, report::RunReport& rep) {
+  if (!group.id) {
+    return true;
+  }
+  report::MemberRecord r;
+  r.rank = group.id->rank;
+  r.host = rep.host;
+  r.run_dir = rep.run_dir;
+  r.pid = group.pid;
+  r.failed = !notify::is_success(rep);
+  r.label = rep.verdict ? rep.verdict->label : (r.failed ? "unknown" : "success");
+  r.cause = cause_of(rep);
+  r.ending = ending_of(rep);
+  report::GroupDecision d = report::finish_member(group.dir, *group.id, r, group.registered);
+  rep.job_group = report::decision_json(*group.id, group.dir, d);
+  return d.send;
+}
+
+}  // namespace cli

@@ -1,0 +1,36 @@
+// cli/group_notice.hpp: `run`'s (and `sweep`'s) side of one notice per job
+// (report/job_group.hpp): join the group at the start, and at the end record the
+// run's ending and learn whether this run sends the job's notice.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "notify/config.hpp"
+#include "report/job_group.hpp"
+#include "report/run_report.hpp"
+
+namespace cli {
+
+struct RunGroup {
+  std::optional<report::GroupIdentity> id;  // none: a run of its own
+  std::string dir;                          // beside the run directory
+  long pid = 0;                             // the wrapper's
+  util::Status registered = util::ok_status();
+};
+
+// The group of the run whose report (env, host, run_dir) is being made, by the
+// configuration's `group` / `group_size` (recorded in rep.env as GPUALERT_GROUP and
+// GPUALERT_GROUP_SIZE before the header is written, so that a sweep finds the same
+// group) or the Slurm step. The directory is set once rep.run_dir is known.
+RunGroup find_group(const notify::Config& config, report::RunReport& rep, long pid);
+
+// Sets the group's directory (beside rep.run_dir) and writes the start record there.
+void join_group(RunGroup& group, const report::RunReport& rep);
+
+// Records the run's ending (rep.verdict decided) and puts the group's decision in
+// rep.job_group. False: another member's notice covers this run (or will), so it sends
+// none. A run of its own: true.
+bool group_ending(RunGroup& group, report::RunReport& rep);
+
+}  // namespace cli
