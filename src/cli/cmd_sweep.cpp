@@ -286,6 +286,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   notify::Config member_config = *config;
   member_config.group.clear();
   member_config.group_size.reset();
+  member_config.array_mode = "each";
   RunGroup group = find_group(member_config, rep, h.pid);
   const bool group_sends = group_ending(group, rep);
   std::vector<std::string> held = rep.held_notices;
@@ -295,7 +296,7 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
     return Outcome::failed;
   }
   message = rep.verdict->label;
-  if (ctx.notify && group_sends && notify::should_notify(*config, rep)) {
+  if (ctx.notify && group_sends && notice_wanted(*config, rep)) {
     NotifyOutcome o =
         notify_via_helper(run_dir, {}, config->budget_bytes, ctx.config_file, *config, 0, held);
     message += o.delivered ? "; notified " + o.where

@@ -46,6 +46,58 @@ std::string group_dir_beside(const std::string& run_dir, const std::string& key)
   return report::group_dir(slash == std::string::npos ? "." : run_dir.substr(0, slash), key);
 }
 
+std::string env_value(const report::RunReport& rep, const char* k) {
+  auto it = rep.env.find(k);
+  return it == rep.env.end() ? std::string() : it->second;
+}
+
+// The array part of group_ending: false when the digest (sent by the last member)
+// stands for this member's notice.
+bool array_ending(report::RunReport& rep, report::MemberRecord r) {
+  std::string array = env_value(rep, "SLURM_ARRAY_JOB_ID");
+  std::string index = env_value(rep, "SLURM_ARRAY_TASK_ID");
+  int size = std::atoi(env_value(rep, "SLURM_ARRAY_TASK_COUNT").c_str());
+  if (env_value(rep, "GPUALERT_ARRAY") != "digest" || array.empty() || index.empty()) {
+    return true;
+  }
+  if (size < 1) {
+    rep.warnings.push_back(
+        "array = digest: SLURM_ARRAY_TASK_COUNT is not set, so the array's "
+        "end can't be told; this is member " +
+        index + "'s own notice");
+    return true;
+  }
+  r.member = index;
+  r.rank = index;
+  std::string dir = group_dir_beside(rep.run_dir, "array-" + array);
+  auto digest = report::finish_array_member(dir, size, r);
+  if (!digest) {
+    rep.warnings.push_back("array = digest: could not use " + dir + " (" + digest.error() +
+                           "); this is member " + index + "'s own notice");
+    return true;
+  }
+  if (!digest->send) {
+    return false;
+  }
+  nlohmann::json members = nlohmann::json::array();
+  nlohmann::json labels = nlohmann::json::object();
+  int failed = 0;
+  for (const auto& m : digest->members) {
+    members.push_back({{"index", m.member},
+                       {"label", m.label},
+                       {"failed", m.failed},
+                       {"cause", m.cause},
+                       {"ending", m.ending},
+                       {"host", m.host},
+                       {"run_dir", m.run_dir}});
+    labels[m.label] = labels.value(m.label, 0) + 1;
+    failed += m.failed ? 1 : 0;
+  }
+  rep.array_digest = nlohmann::json{{"array_job_id", array}, {"size", size}, {"failed", failed},
+                                    {"labels", labels},      {"dir", dir},   {"members", members}};
+  return true;
+}
+
 }  // namespace
 
 RunGroup find_group(const notify::Config& config, report::RunReport& rep, long pid) {
@@ -58,6 +110,9 @@ RunGroup find_group(const notify::Config& config, report::RunReport& rep, long p
     if (config.group_size) {
       rep.env["GPUALERT_GROUP_SIZE"] = std::to_string(*config.group_size);
     }
+  }
+  if (config.array_mode == "digest" && rep.env.count("SLURM_ARRAY_JOB_ID") != 0) {
+    rep.env["GPUALERT_ARRAY"] = "digest";
   }
   std::optional<int> size = config.group_size;
   if (auto it = rep.env.find("GPUALERT_GROUP_SIZE"); !size && it != rep.env.end()) {
@@ -85,11 +140,8 @@ void join_group(RunGroup& g, const report::RunReport& rep) {
 }
 
 bool group_ending(RunGroup& group, report::RunReport& rep) {
-  if (!group.id) {
-    return true;
-  }
+  bool send = true;
   report::MemberRecord r;
-  r.rank = group.id->rank;
   r.host = rep.host;
   r.run_dir = rep.run_dir;
   r.pid = group.pid;
@@ -97,9 +149,26 @@ bool group_ending(RunGroup& group, report::RunReport& rep) {
   r.label = rep.verdict ? rep.verdict->label : (r.failed ? "unknown" : "success");
   r.cause = cause_of(rep);
   r.ending = ending_of(rep);
-  report::GroupDecision d = report::finish_member(group.dir, *group.id, r, group.registered);
-  rep.job_group = report::decision_json(*group.id, group.dir, d);
-  return d.send;
+  if (group.id) {
+    r.rank = group.id->rank;
+    report::GroupDecision d = report::finish_member(group.dir, *group.id, r, group.registered);
+    rep.job_group = report::decision_json(*group.id, group.dir, d);
+    send = d.send;
+  }
+  if (send) {
+    send = array_ending(rep, r);
+  }
+  return send;
+}
+
+bool notice_wanted(const notify::Config& config, const report::RunReport& rep) {
+  if (rep.array_digest && config.notify_when != "never") {
+    const auto& failed = (*rep.array_digest)["failed"];
+    if (failed.is_number_integer() && failed.get<int>() > 0) {
+      return true;
+    }
+  }
+  return notify::should_notify(config, rep);
 }
 
 }  // namespace cli

@@ -30,7 +30,12 @@ void join_group(RunGroup& group, const report::RunReport& rep);
 
 // Records the run's ending (rep.verdict decided) and puts the group's decision in
 // rep.job_group. False: another member's notice covers this run (or will), so it sends
-// none. A run of its own: true.
+// none. A run of its own: true. A Slurm array member in `array = digest` mode (recorded
+// in rep.env as GPUALERT_ARRAY) whose notice it would be records it in the array's
+// directory instead, and the last member to end gets rep.array_digest and sends it.
 bool group_ending(RunGroup& group, report::RunReport& rep);
+
+// notify::should_notify, but a digest with a failing member is a failure's notice.
+bool notice_wanted(const notify::Config& config, const report::RunReport& rep);
 
 }  // namespace cli

@@ -185,6 +185,9 @@ std::string footer(const supervise::SuperviseResult& r, const std::string& ended
 
 // What a member of a group whose notice another member sends says on stderr.
 std::string group_note(const report::RunReport& rep) {
+  if (!rep.job_group || rep.job_group->value("send", false)) {
+    return "the array's digest goes out when its last member ends";
+  }
   const auto& g = *rep.job_group;
   std::string noun = g.value("noun", "rank");
   if (g.value("role", "") == "covered") {
@@ -569,7 +572,7 @@ RunEnding run_job(const RunOptions& o) {
   }
   host::CommentWrite comment = start_job_comment(rep, config);  // waited for on return, 2 s at most
   std::string notice;
-  const bool notify_this = group_sends && notify::should_notify(config, rep);
+  const bool notify_this = group_sends && notice_wanted(config, rep);
   if (!held.empty() && !notify_this) {
     withdraw_held_notice(held, o.config_file, config);  // this ending needs none
   }

@@ -351,6 +351,48 @@ std::optional<GroupText> group_text(const report::RunReport& r) {
   return t;
 }
 
+// The summary of a Slurm array in `array = digest` mode (report.json "array_digest").
+struct DigestText {
+  std::string head;    // "2 of 4 members failed"
+  std::string counts;  // "script_error 2, success 2"
+  std::vector<std::string> failing, unseen;
+};
+
+std::optional<DigestText> digest_text(const report::RunReport& r) {
+  if (!r.array_digest || !r.array_digest->is_object()) {
+    return std::nullopt;
+  }
+  const auto& d = *r.array_digest;
+  DigestText t;
+  int size = d.value("size", 0), failed = d.value("failed", 0);
+  t.head = failed > 0 ? std::to_string(failed) + " of " + std::to_string(size) + " members failed"
+                      : "all " + std::to_string(size) + " members succeeded";
+  if (auto it = d.find("labels"); it != d.end() && it->is_object()) {
+    for (auto l = it->begin(); l != it->end(); ++l) {
+      if (l.value().is_number_integer()) {
+        t.counts +=
+            (t.counts.empty() ? "" : ", ") + l.key() + " " + std::to_string(l.value().get<int>());
+      }
+    }
+  }
+  std::string array = group_str(d, "array_job_id");
+  if (auto it = d.find("members"); it != d.end() && it->is_array()) {
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.value("failed", false)) {
+        continue;
+      }
+      std::string line = array + "_" + group_str(m, "index") + ": " + group_str(m, "label") + " (" +
+                         group_str(m, "ending") + ")";
+      if (std::string c = group_str(m, "cause"); !c.empty()) {
+        line += ": " + c;
+      }
+      t.failing.push_back(one_line(line + "; run dir " + group_str(m, "run_dir")));
+    }
+  }
+  t.counts = one_line(t.counts);
+  return t;
+}
+
 }  // namespace
 
 std::string first_action(const report::RunReport& r) {
@@ -427,6 +469,15 @@ std::string decisive_line(const report::RunReport& r) {
 std::string build_subject(const report::RunReport& r) {
   std::string name = sanitize_header_value(r.name.empty() ? "job" : r.name, 80);
   std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
+  if (auto d = digest_text(r)) {
+    // One notice for the whole array: its id with the range of indices, then the counts.
+    std::string array = group_str(*r.array_digest, "array_job_id");
+    bool failed = r.array_digest->value("failed", 0) > 0;
+    return sanitize_header_value("[gpualert] " + std::string(failed ? "FAILED " : "succeeded: ") +
+                                     d->head + " (" + d->counts + ") | array job " + array + "_* " +
+                                     name + " on " + host,
+                                 300);
+  }
   std::string head;
   bool ok = is_success(r);
   if (ok && r.verdict && !r.verdict->caveats.empty()) {
@@ -472,14 +523,20 @@ std::string build_subject(const report::RunReport& r) {
 Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
                     const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart) {
   std::string t, h;
-  const std::string title = one_line(headline(r));
+  std::string title = one_line(headline(r));
   bool ok = is_success(r);
+  bool banner_ok = ok;  // a digest's colour is the array's
+  if (auto d = digest_text(r)) {
+    banner_ok = r.array_digest->value("failed", 0) == 0;
+    title = one_line("Array job " + group_str(*r.array_digest, "array_job_id") + ": " + d->head +
+                     " (" + r.name + ")");
+  }
   t += title + "\n";
   h += "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head>"
        "<body style=\"font-family:-apple-system,Segoe "
        "UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
   h += "<div style=\"font-size:18px;font-weight:bold;padding:8px 12px;color:#fff;background:" +
-       std::string(ok ? "#1a7f37" : "#cf222e") + "\">" + html_escape(title) + "</div>";
+       std::string(banner_ok ? "#1a7f37" : "#cf222e") + "\">" + html_escape(title) + "</div>";
 
   if (r.verdict) {
     const auto& v = *r.verdict;
@@ -514,6 +571,24 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   if (std::string g = ok ? "" : failing_gpu_line(r); !g.empty()) {
     t += g + "\n";
     h += "<p style=\"margin:4px 0\">" + html_escape(g) + "</p>";
+  }
+  if (auto d = digest_text(r)) {
+    std::string lead = "Array job " + group_str(*r.array_digest, "array_job_id") + ": " + d->head +
+                       " (" + d->counts + ").";
+    t += "\n" + lead + "\n";
+    h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(lead) + "</b></p>";
+    if (!d->failing.empty()) {
+      t += "Failing members:\n";
+      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
+      for (const auto& l : d->failing) {
+        t += "  " + l + "\n";
+        h += "<li>" + html_escape(l) + "</li>";
+      }
+      h += "</ul>";
+    }
+    std::string rest = "Below: the last member to end, " + scheduler_job_id(r.env) + ".";
+    t += rest + "\n";
+    h += "<p style=\"margin:4px 0;color:#57606a\">" + html_escape(rest) + "</p>";
   }
   if (auto g = group_text(r)) {
     t += "\n" + g->lead + "\n";

@@ -160,6 +160,35 @@ TEST(Bodies, AGroupsNoticeSaysWhichRankAndListsTheOthers) {
       << b.text;
 }
 
+TEST(Bodies, AnArrayDigestCountsLabelsAndListsTheFailingMembers) {
+  report::RunReport r = failed_run();
+  r.exit_code = 0;
+  r.verdict->label = "success";
+  r.env = {{"SLURM_JOB_ID", "21"}, {"SLURM_ARRAY_JOB_ID", "17"}, {"SLURM_ARRAY_TASK_ID", "2"}};
+  r.array_digest = nlohmann::json{{"array_job_id", "17"},
+                                  {"size", 4},
+                                  {"failed", 1},
+                                  {"labels", {{"script_error", 1}, {"success", 3}}},
+                                  {"members",
+                                   {{{"index", "0"}, {"label", "success"}, {"failed", false}},
+                                    {{"index", "1"},
+                                     {"label", "script_error"},
+                                     {"failed", true},
+                                     {"ending", "exit 1 after 2s"},
+                                     {"cause", "ValueError: bad shard"},
+                                     {"run_dir", "/logs/m1"}}}}};
+  EXPECT_EQ(build_subject(r),
+            "[gpualert] FAILED 1 of 4 members failed (script_error 1, success 3) | array job 17_* "
+            "llama-ft on gpu-node17");
+  Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(b.text.find("Array job 17: 1 of 4 members failed (script_error 1, success 3).\n"
+                        "Failing members:\n  17_1: script_error (exit 1 after 2s): ValueError: "
+                        "bad shard; run dir /logs/m1\n"),
+            std::string::npos)
+      << b.text;
+  EXPECT_NE(b.html.find("#cf222e"), std::string::npos);  // red: the array failed
+}
+
 TEST(Bodies, HtmlIsEscapedAndSelfContained) {
   report::RunReport r = failed_run();
   r.command = "python train.py --tag '<b>bold</b>'";

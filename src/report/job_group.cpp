@@ -343,6 +343,42 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
   return d;
 }
 
+util::Result<ArrayDigest> finish_array_member(const std::string& dir, int size,
+                                              const MemberRecord& ending) {
+  if (auto st = util::make_dirs(dir, 0755); !st) {
+    return util::Error{st.error()};
+  }
+  MemberRecord mine = ending;
+  mine.ended = true;
+  if (auto st = util::write_file_atomic(dir + "/e." + util::safe_file_component(mine.member, 120),
+                                        record_json(mine).dump() + "\n", 0644,
+                                        util::Durability::replace_only);
+      !st) {
+    return util::Error{st.error()};
+  }
+  ArrayDigest digest;
+  auto members = read_members(dir);
+  if (members.size() < static_cast<size_t>(size)) {
+    return digest;  // a later member sends it
+  }
+  Claim c = claim(dir, mine.member, "digest");
+  if (!c.error.empty()) {
+    return util::Error{c.error};
+  }
+  if (!c.mine) {
+    return digest;
+  }
+  digest.send = true;
+  for (auto& [m, r] : members) {
+    digest.members.push_back(r);
+  }
+  std::sort(digest.members.begin(), digest.members.end(),
+            [](const MemberRecord& a, const MemberRecord& b) {
+              return std::atol(a.member.c_str()) < std::atol(b.member.c_str());
+            });
+  return digest;
+}
+
 nlohmann::json decision_json(const GroupIdentity& id, const std::string& dir,
                              const GroupDecision& d) {
   nlohmann::json j = {{"key", id.key}, {"noun", id.noun}, {"rank", id.rank}, {"member", id.member},

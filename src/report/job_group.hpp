@@ -89,4 +89,17 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
 nlohmann::json decision_json(const GroupIdentity& id, const std::string& dir,
                              const GroupDecision& d);
 
+// A Slurm array's members in `array = digest` mode share one such directory too
+// (<log dir>/.gpualert-groups/array-<ARRAY_JOB_ID>): each member's notice becomes its
+// ending there (member = the array index), and the member that finds all `size` endings
+// in place (the last to end) claims and sends one digest. Returns every member's ending
+// when this member sends it, else nothing; an error when the directory can't be used
+// (the member then sends its own notice).
+struct ArrayDigest {
+  bool send = false;
+  std::vector<MemberRecord> members;  // by index, when send
+};
+util::Result<ArrayDigest> finish_array_member(const std::string& dir, int size,
+                                              const MemberRecord& ending);
+
 }  // namespace report

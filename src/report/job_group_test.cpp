@@ -165,6 +165,35 @@ TEST(JobGroup, AMemberKilledBeforeItsEndingLeavesNoSuccessNotice) {
   EXPECT_EQ(d0.role, "not_last");
 }
 
+TEST(ArrayDigest, TheLastMemberToEndSendsOneDigestOfAll) {
+  TempDir t;
+  std::string dir = report::group_dir(t.path, "array-17");
+  auto member = [](int index, bool failed) {
+    MemberRecord r;
+    r.member = std::to_string(index);
+    r.failed = failed;
+    r.label = failed ? "script_error" : "success";
+    r.run_dir = "/logs/m" + std::to_string(index);
+    return r;
+  };
+  for (int i : {3, 0, 1}) {
+    auto d = report::finish_array_member(dir, 4, member(i, i % 2 == 1));
+    ASSERT_TRUE(d) << d.error();
+    EXPECT_FALSE(d->send);
+  }
+  auto last = report::finish_array_member(dir, 4, member(2, false));
+  ASSERT_TRUE(last);
+  EXPECT_TRUE(last->send);
+  ASSERT_EQ(last->members.size(), 4u);
+  EXPECT_EQ(last->members[1].member, "1");
+  EXPECT_TRUE(last->members[1].failed);
+  EXPECT_EQ(last->members[3].run_dir, "/logs/m3");
+  // A member reported again (the sweep after its wrapper) sends no second digest.
+  auto again = report::finish_array_member(dir, 4, member(3, true));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->send);
+}
+
 // Real processes ending at the same moment: exactly one of them sends.
 void race(bool failed, int n) {
   TempDir t;

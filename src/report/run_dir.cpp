@@ -30,6 +30,7 @@ bool is_relevant(std::string_view key) {
                                                  "NODE_RANK",
                                                  "GPUALERT_GROUP",
                                                  "GPUALERT_GROUP_SIZE",
+                                                 "GPUALERT_ARRAY",
                                                  "PYTORCH_CUDA_ALLOC_CONF",
                                                  "LSB_JOBID",
                                                  "LSB_JOBNAME",

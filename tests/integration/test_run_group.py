@@ -183,5 +183,37 @@ class Group(RunTestCase):
         self.assertEqual(swept[0]["job_group"]["role"], "covered", swept[0]["job_group"])
 
 
+    def array_member(self, index, opts=()):
+        job = [PY, self.fail_job] if index in (1, 3) else [PY, self.wait_job, self.go, "0"]
+        p = self.start(0, job, opts, slurm=False, SLURM_JOB_ID=str(20 + index),
+                       SLURM_ARRAY_JOB_ID="17", SLURM_ARRAY_TASK_ID=str(index),
+                       SLURM_ARRAY_TASK_COUNT="4", SLURM_JOB_NAME="sweep-lr")
+        return self.finish(p, 1 if index in (1, 3) else 0)
+
+    def test_g_array_members_are_named_by_their_array_id(self):
+        open(self.go, "w").close()
+        for i in range(4):
+            self.array_member(i, ["--notify", "failure"])
+        subjects = sorted(m["Subject"] for m in self.mails())
+        self.assertEqual(len(subjects), 2, subjects)
+        self.assertIn("job 17_1 sweep-lr", subjects[0])
+        self.assertIn("job 17_3 sweep-lr", subjects[1])
+        self.assertIn("Scheduler job: array job 17_1", self.body(
+            [m for m in self.mails() if "17_1" in m["Subject"]][0]))
+
+    def test_h_array_digest_is_one_mail_once_all_members_ended(self):
+        open(self.go, "w").close()
+        said = [self.array_member(i, ["--array", "digest"]) for i in range(4)]
+        self.assertIn("the array's digest goes out when its last member ends", said[0])
+        mails = self.mails()
+        self.assertEqual(len(mails), 1, [m["Subject"] for m in mails])
+        self.assertIn("FAILED 2 of 4 members failed (script_error 2, success 2) | array job 17_*",
+                      mails[0]["Subject"])
+        body = self.body(mails[0])
+        self.assertRegex(body, r"17_1: script_error \(exit 1 after [^)]*\): ValueError: rank one broke")
+        self.assertIn("17_3: script_error", body)
+        self.assertNotIn("17_0:", body)
+
+
 if __name__ == "__main__":
     unittest.main()
