@@ -215,5 +215,31 @@ class Group(RunTestCase):
         self.assertNotIn("17_0:", body)
 
 
+    def test_i_a_member_killed_with_its_wrapper_is_counted_by_the_sweep(self):
+        for i in range(3):
+            open(self.go, "w").close()
+            self.array_member(i, ["--array", "digest"])
+        os.unlink(self.go)
+        last = self.start(0, [PY, self.wait_job, self.go, "0"], ["--array", "digest"], slurm=False,
+                          SLURM_JOB_ID="23", SLURM_ARRAY_JOB_ID="17", SLURM_ARRAY_TASK_ID="3",
+                          SLURM_ARRAY_TASK_COUNT="4", SLURM_JOB_NAME="sweep-lr")
+        self.assertTrue(wait_for(lambda: self.run_dir_of("") is not None and len(
+            glob.glob(os.path.join(self.logs, "*", "output.log"))) == 4, timeout=20))
+        os.kill(last.pid, signal.SIGKILL)
+        last.communicate(timeout=30)
+        open(self.go, "w").close()
+        self.assertEqual(self.smtp.messages, [], "three of four members ended: no digest yet")
+        env = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{self.smtp.port}",
+                   GPUALERT_TO="me@example.org", GPUALERT_FROM="gpualert@example.org",
+                   GPUALERT_SLURM_COMMENT="0")
+        sweep = subprocess.run([BIN, "sweep", "--no-flush", self.logs], capture_output=True,
+                               text=True, env=env, timeout=60)
+        self.assertEqual(sweep.returncode, 0, sweep.stderr)
+        mails = self.mails()
+        self.assertEqual(len(mails), 1, (sweep.stdout, [m["Subject"] for m in mails]))
+        self.assertIn("2 of 4 members failed", mails[0]["Subject"])
+        self.assertIn("17_3: ", self.body(mails[0]))
+
+
 if __name__ == "__main__":
     unittest.main()
