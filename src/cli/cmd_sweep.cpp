@@ -304,6 +304,9 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   } else if (!held.empty()) {
     withdraw_held_notice(held, ctx.config_file, *config);
   }
+  if (ctx.notify) {
+    group_notice_done(group, rep);
+  }
   return Outcome::reported;
 }
 

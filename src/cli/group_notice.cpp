@@ -1,7 +1,11 @@
 #include "cli/group_notice.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include "notify/policy.hpp"
 #include "report/secrets.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -44,6 +48,12 @@ std::string ending_of(const report::RunReport& rep) {
 std::string group_dir_beside(const std::string& run_dir, const std::string& key) {
   auto slash = run_dir.find_last_of('/');
   return report::group_dir(slash == std::string::npos ? "." : run_dir.substr(0, slash), key);
+}
+
+// The wrapper of a run holds a lock on its output.log until it exits (report/run_dir.hpp).
+bool wrapper_gone(const std::string& run_dir) {
+  util::UniqueFd fd(::open((run_dir + "/output.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  return fd.valid() && ::flock(fd.get(), LOCK_SH | LOCK_NB) == 0;
 }
 
 std::string env_value(const report::RunReport& rep, const char* k) {
@@ -152,6 +162,18 @@ bool group_ending(RunGroup& group, report::RunReport& rep) {
   if (group.id) {
     r.rank = group.id->rank;
     report::GroupDecision d = report::finish_member(group.dir, *group.id, r, group.registered);
+    if (d.role == "covered") {
+      // The member that claimed the notice died before it was sent: one other sends.
+      auto claimer = report::unsent_notice_run_dir(group.dir);
+      if (claimer && *claimer != rep.run_dir && wrapper_gone(*claimer) &&
+          report::take_over(group.dir)) {
+        d.send = true;
+        d.role = "own";
+        d.own_why = group.id->noun + " " + d.covered_by +
+                    " claimed the job's notice, but its wrapper ended before sending it (" +
+                    *claimer + ")";
+      }
+    }
     rep.job_group = report::decision_json(*group.id, group.dir, d);
     send = d.send;
   }
@@ -159,6 +181,23 @@ bool group_ending(RunGroup& group, report::RunReport& rep) {
     send = array_ending(rep, r);
   }
   return send;
+}
+
+bool may_hold_notice(const RunGroup& group, const report::RunReport& rep) {
+  if (group.id) {
+    return report::first_to_hold(group.dir);
+  }
+  std::string array = env_value(rep, "SLURM_ARRAY_JOB_ID");
+  if (env_value(rep, "GPUALERT_ARRAY") == "digest" && !array.empty()) {
+    return report::first_to_hold(group_dir_beside(rep.run_dir, "array-" + array));
+  }
+  return true;
+}
+
+void group_notice_done(const RunGroup& group, const report::RunReport& rep) {
+  if (group.id && rep.job_group && rep.job_group->value("send", false)) {
+    report::mark_sent(group.dir);
+  }
 }
 
 bool notice_wanted(const notify::Config& config, const report::RunReport& rep) {

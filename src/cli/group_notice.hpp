@@ -35,6 +35,14 @@ void join_group(RunGroup& group, const report::RunReport& rep);
 // directory instead, and the last member to end gets rep.array_digest and sends it.
 bool group_ending(RunGroup& group, report::RunReport& rep);
 
+// After the notifier was run (or the policy asked for no message) by the member that
+// sends the group's notice: marks it sent, so that no other member takes it over.
+void group_notice_done(const RunGroup& group, const report::RunReport& rep);
+
+// Whether this run keeps a held notice while Slurm ends its job (report::first_to_hold):
+// one per group, and one per array in digest mode; a run of its own always.
+bool may_hold_notice(const RunGroup& group, const report::RunReport& rep);
+
 // notify::should_notify, but a digest with a failing member is a failure's notice.
 bool notice_wanted(const notify::Config& config, const report::RunReport& rep);
 

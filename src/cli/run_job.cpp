@@ -421,7 +421,8 @@ RunEnding run_job(const RunOptions& o) {
     if (!provisional || !write()) {
       return;
     }
-    if (notify::should_notify(config, *provisional)) {
+    // One held notice for a job's ranks (or a digest array), not one each.
+    if (notify::should_notify(config, *provisional) && may_hold_notice(group, rep)) {
       held = notify_via_helper(rep.run_dir, o.attach, config.budget_bytes, o.config_file, config,
                                k_held_notice_s)
                  .ids;
@@ -590,6 +591,7 @@ RunEnding run_job(const RunOptions& o) {
       notice = outcome.detail.empty() ? "notification kept in " + outcome.where : outcome.detail;
     }
   }
+  group_notice_done(group, rep);  // delivered, in the outbox, or not asked for
   std::string verdict = rep.verdict ? rep.verdict->label : "unknown";
   if (!o.quiet) {
     say_late("gpualert: " + verdict + " (" + result.status.describe() + " after " +

@@ -84,6 +84,21 @@ struct GroupDecision {
 GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
                             const MemberRecord& ending, const util::Status& registered);
 
+// The member that sends the group's notice marks it sent (`sent`) once the notifier is
+// done (delivered or in the outbox). A claim without that mark, whose claimer's wrapper is
+// gone (killed between its claim and its notice), is taken over by one other member
+// (`takeover`, O_EXCL), which sends its own notice instead: no notice lost to the claim.
+void mark_sent(const std::string& dir);
+// The run directory of the member whose claim is not marked sent, if any.
+std::optional<std::string> unsent_notice_run_dir(const std::string& dir);
+bool take_over(const std::string& dir);
+
+// While Slurm ends a job whose ranks outlive its SIGTERM, each wrapper would keep a notice
+// held back in the outbox in case Slurm's SIGKILL ends it too (cli/run_job.cpp): only the
+// first member to ask keeps one for the group (`held`, O_EXCL). True for that one, and
+// when the directory can't be used (the member then keeps its own).
+bool first_to_hold(const std::string& dir);
+
 // report.json's "job_group": key, noun, rank, member, size, dir, role, send, own_why,
 // covered_by, others.
 nlohmann::json decision_json(const GroupIdentity& id, const std::string& dir,

@@ -165,6 +165,33 @@ TEST(JobGroup, AMemberKilledBeforeItsEndingLeavesNoSuccessNotice) {
   EXPECT_EQ(d0.role, "not_last");
 }
 
+TEST(JobGroup, AClaimNotMarkedSentNamesItsRunAndIsTakenOverOnce) {
+  TempDir t;
+  std::string dir = report::group_dir(t.path, "k");
+  auto r0 = slurm_task(0, 2), r1 = slurm_task(1, 2);
+  auto reg0 = register_member(dir, r0, "/a", 1), reg1 = register_member(dir, r1, "/b", 2);
+  EXPECT_FALSE(report::unsent_notice_run_dir(dir));  // no claim yet
+  ASSERT_TRUE(finish_member(dir, r1, ending(r1, true, "script_error"), reg1).send);
+  EXPECT_EQ(report::unsent_notice_run_dir(dir), "/logs/run-1");
+  EXPECT_TRUE(report::take_over(dir));
+  EXPECT_FALSE(report::take_over(dir));
+  report::mark_sent(dir);
+  EXPECT_FALSE(report::unsent_notice_run_dir(dir));
+  // The claimer's own run reported again (a sweep after its wrapper died) sends it.
+  EXPECT_TRUE(finish_member(dir, r1, ending(r1, true, "script_error"), reg1).send);
+  EXPECT_FALSE(finish_member(dir, r0, ending(r0, true, "comm_timeout"), reg0).send);
+}
+
+TEST(JobGroup, OneHeldNoticePerGroup) {
+  TempDir t;
+  std::string dir = report::group_dir(t.path, "k");
+  EXPECT_TRUE(report::first_to_hold(dir));
+  EXPECT_FALSE(report::first_to_hold(dir));
+  std::string blocker = t.path + "/file";
+  ASSERT_EQ(::close(::creat(blocker.c_str(), 0644)), 0);
+  EXPECT_TRUE(report::first_to_hold(blocker + "/g"));  // unusable: each keeps its own
+}
+
 TEST(ArrayDigest, TheLastMemberToEndSendsOneDigestOfAll) {
   TempDir t;
   std::string dir = report::group_dir(t.path, "array-17");

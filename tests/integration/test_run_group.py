@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from harness import BIN, PY, RunTestCase, wait_for, write_script  # noqa: E402
-from servers import SmtpSink  # noqa: E402
+from servers import SilentServer, SmtpSink  # noqa: E402
 
 # A rank that fails at once, and one that ends (0 or 1) once the test creates `go`:
 # the order of the endings is the test's, not a race of sleeps.
@@ -47,7 +47,8 @@ class Group(RunTestCase):
     def start(self, rank, job, opts=(), log_dir=None, slurm=True, **env):
         e = dict(self.env, GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{self.smtp.port}",
                  GPUALERT_TO="me@example.org", GPUALERT_FROM="gpualert@example.org",
-                 GPUALERT_SLURM_COMMENT="0", **env)
+                 GPUALERT_SLURM_COMMENT="0")
+        e.update(env)
         if slurm:
             e.update(SLURM_JOB_ID="9001", SLURM_STEP_ID="0", SLURM_STEP_NUM_TASKS="2",
                      SLURM_NTASKS="2", SLURM_PROCID=str(rank), SLURM_JOB_NAME="train")
@@ -182,6 +183,24 @@ class Group(RunTestCase):
         self.assertEqual(len(swept), 1, reports)
         self.assertEqual(swept[0]["job_group"]["role"], "covered", swept[0]["job_group"])
 
+
+    def test_f2_a_claim_whose_wrapper_died_before_sending_is_taken_over(self):
+        healthy = self.start(0, [PY, self.wait_job, self.go, "0"])
+        self.assertTrue(wait_for(lambda: self.registered(1), timeout=20))
+        claim = glob.glob(os.path.join(self.logs, ".gpualert-groups", "*"))[0] + "/notice"
+        with SilentServer() as silent:  # task 1's notice never gets through
+            failing = self.start(1, [PY, self.fail_job], ["--notify-timeout", "60s"],
+                                 GPUALERT_SMTP_URL=f"smtp://127.0.0.1:{silent.port}")
+            self.assertTrue(wait_for(lambda: os.path.exists(claim), timeout=20))
+            os.kill(failing.pid, signal.SIGKILL)  # after its claim, before its notice
+            failing.communicate(timeout=30)
+            open(self.go, "w").close()
+            said = self.finish(healthy, 0)
+        mails = self.mails()
+        self.assertEqual(len(mails), 1, (said, [m["Subject"] for m in mails]))
+        self.assertIn("(own notice)", mails[0]["Subject"])
+        self.assertIn("claimed the job's notice, but its wrapper ended before sending it",
+                      self.body(mails[0]))
 
     def array_member(self, index, opts=()):
         job = [PY, self.fail_job] if index in (1, 3) else [PY, self.wait_job, self.go, "0"]

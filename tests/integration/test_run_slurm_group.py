@@ -26,6 +26,13 @@ time.sleep(5)
 print("rank 0 done")
 """
 
+STUBBORN = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("started", flush=True)
+time.sleep(300)
+"""
+
 MEMBER = """
 import os
 index = os.environ["SLURM_ARRAY_TASK_ID"]
@@ -52,6 +59,8 @@ class GroupCases:
                                 ["--array=0-3"]),
             "digest": cls.submit(cls, "digest", MEMBER, f"{BIN} run --array digest -- {PY} {{job}}",
                                  ["--array=0-3"]),
+            "killed": cls.submit(cls, "killed", STUBBORN, f"srun -n 2 {BIN} run -- {PY} {{job}}",
+                                 ["-n", "2"]),
         }
 
     @classmethod
@@ -84,6 +93,41 @@ class GroupCases:
     def mails_to(self, name):
         return [email.message_from_bytes(raw, policy=email.policy.default)
                 for _, to, raw in self.smtp.messages if to == [f"{name}@example.com"]]
+
+    def test_a_scancelled_ranks_send_one_notice_held_or_swept(self):
+        jobid, d = self.jobs["killed"]
+
+        def started():
+            n = 0
+            for path in glob.glob(os.path.join(d, "logs", "*", "output.log")):
+                with open(path, errors="replace") as f:
+                    n += "started" in f.read()
+            return n == 2
+        self.assertTrue(wait_for(started, timeout=60, interval=0.2), self.node.job_state(jobid))
+        self.assertEqual(self.node.sh(["scancel", jobid]).returncode, 0)
+        self.assertTrue(self.ended(jobid), self.node.job_state(jobid))  # KillWait's SIGKILL
+        # A wrapper still alive 2 s after Slurm's SIGTERM keeps a held notice in case the
+        # SIGKILL ends it too: one for the two tasks, not one each (whether any wrapper
+        # lives that long depends on how fast Slurm ends the step).
+        metas = glob.glob(os.path.join(d, "state", "outbox", "new", "*.meta"))
+        self.assertLessEqual(len(metas), 1, metas)
+        env = dict(os.environ, GPUALERT_STATE_DIR=os.path.join(d, "state"), SLURM_CONF=self.node.conf)
+        env.pop("GPUALERT_SMTP_URL", None)
+        sweep = self.node.sh([BIN, "sweep", "--no-flush", os.path.join(d, "logs")], env=env,
+                             timeout=120)
+        self.assertEqual(sweep.returncode, 0, sweep.stderr)
+        states = []
+        for path in glob.glob(os.path.join(d, "logs", "*", "report.json")):
+            with open(path) as f:
+                states.append(json.load(f)["state"])
+        # Each task's run reported: by the sweep, or by a wrapper that outlived its job.
+        self.assertLessEqual(set(states), {"final", "reconstructed"}, (states, sweep.stdout))
+        self.assertEqual(len(states), 2, states)
+        mails = self.mails_to("killed")
+        self.assertEqual(len(mails), 1, ([m["Subject"] for m in mails], states, sweep.stdout))
+        self.assertIn(f"job {jobid} ", mails[0]["Subject"])
+        self.assertEqual(glob.glob(os.path.join(d, "state", "outbox", "new", "*.meta")), [],
+                         "the held notice was replaced or withdrawn")
 
     def test_srun_tasks_send_one_mail_naming_the_failing_task(self):
         jobid, d = self.jobs["srun"]
