@@ -98,8 +98,8 @@ std::map<std::string, MemberRecord> read_members(const std::string& dir) {
   return out;
 }
 
-// The claim: created once, by one member, with O_EXCL. Returns "" when this member
-// made it, else what the file says of its maker ("member kind").
+// The claim: created once, by one member, with O_EXCL. `mine` when this member made it
+// (now, or before: its own run reported again), else what the file says of its maker.
 struct Claim {
   bool mine = false;
   std::string member, kind;

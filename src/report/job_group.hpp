@@ -8,17 +8,21 @@
 //     m.<member>   written at the start: the member's rank, host, pid and run directory
 //     e.<member>   its ending (label, cause, run directory), renamed into place
 //     notice       created with O_EXCL by the one member that sends the job's notice
+//     sent         made by that member once its notifier is done (see mark_sent)
+//     takeover     O_EXCL, by the one member that sends instead of a claimer that died
+//     held         O_EXCL, by the one member that keeps a held notice (first_to_hold)
 //
 // A failing member writes its ending, then tries to create `notice`: the one that
 // succeeds is the first failure and sends the notice (the other members' endings so far
 // in a line each); the others are covered by it. A member that succeeded writes its
-// ending, then lists the directory: when every member it knows of (at least the group's
-// size) has ended and none failed, it tries to create `notice` and the one that succeeds
-// sends the job's success notice. Each member writes before it lists, so the last one to
-// end sees every ending; O_EXCL decides between members ending at the same moment; no
-// member waits for another. A member killed before it writes its ending leaves the job
-// without a success notice (it failed) and without a failure notice unless another member
-// failed or `gpualert sweep` reports it (the sweep finishes it like the wrapper would).
+// ending, then lists the directory: when every member it knows of has ended and none
+// failed, it tries to create `notice` and the one that succeeds sends the job's success
+// notice (marked as its own when fewer members than the group's size wrote there). Each member
+// writes before it lists, so the last one to end sees every ending; O_EXCL decides between members
+// ending at the same moment; no member waits for another. A member killed before it writes its
+// ending leaves the job without a success notice (it failed) and without a failure notice unless
+// another member failed or `gpualert sweep` reports it (the sweep finishes it like the wrapper
+// would).
 //
 // A member that can't use the directory, or that sees fewer members than the group's size
 // when its job is over (a log directory local to each node), sends its own notice, marked
