@@ -1,11 +1,7 @@
 #include "cli/group_notice.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-
 #include "notify/policy.hpp"
 #include "report/secrets.hpp"
-#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace cli {
@@ -48,12 +44,6 @@ std::string ending_of(const report::RunReport& rep) {
 std::string group_dir_beside(const std::string& run_dir, const std::string& key) {
   auto slash = run_dir.find_last_of('/');
   return report::group_dir(slash == std::string::npos ? "." : run_dir.substr(0, slash), key);
-}
-
-// The wrapper of a run holds a lock on its output.log until it exits (report/run_dir.hpp).
-bool wrapper_gone(const std::string& run_dir) {
-  util::UniqueFd fd(::open((run_dir + "/output.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  return fd.valid() && ::flock(fd.get(), LOCK_SH | LOCK_NB) == 0;
 }
 
 std::string env_value(const report::RunReport& rep, const char* k) {
@@ -161,12 +151,17 @@ bool group_ending(RunGroup& group, report::RunReport& rep) {
   r.ending = ending_of(rep);
   if (group.id) {
     r.rank = group.id->rank;
+    // A sweep reporting a run whose key has started a new group since: not its group.
+    if (auto own = report::member_run_dir(group.dir, group.id->member);
+        group.registered && own && *own != rep.run_dir) {
+      group.registered =
+          util::Error{"the group's key has been used by a later run (" + *own + ") since"};
+    }
     report::GroupDecision d = report::finish_member(group.dir, *group.id, r, group.registered);
     if (d.role == "covered") {
       // The member that claimed the notice died before it was sent: one other sends.
-      auto claimer = report::unsent_notice_run_dir(group.dir);
-      if (claimer && *claimer != rep.run_dir && wrapper_gone(*claimer) &&
-          report::take_over(group.dir)) {
+      auto claimer = report::abandoned_claim_run_dir(group.dir);
+      if (claimer && *claimer != rep.run_dir && report::take_over(group.dir)) {
         d.send = true;
         d.role = "own";
         d.own_why = group.id->noun + " " + d.covered_by +
@@ -176,6 +171,7 @@ bool group_ending(RunGroup& group, report::RunReport& rep) {
     }
     rep.job_group = report::decision_json(*group.id, group.dir, d);
     send = d.send;
+    group.decision = d;
   }
   if (send) {
     send = array_ending(rep, r);
@@ -194,9 +190,9 @@ bool may_hold_notice(const RunGroup& group, const report::RunReport& rep) {
   return true;
 }
 
-void group_notice_done(const RunGroup& group, const report::RunReport& rep) {
+void group_notice_done(RunGroup& group, const report::RunReport& rep) {
   if (group.id && rep.job_group && rep.job_group->value("send", false)) {
-    report::mark_sent(group.dir);
+    report::mark_sent(group.dir, group.decision);
   }
 }
 

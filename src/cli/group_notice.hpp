@@ -17,6 +17,7 @@ struct RunGroup {
   std::string dir;                          // beside the run directory
   long pid = 0;                             // the wrapper's
   util::Status registered = util::ok_status();
+  report::GroupDecision decision;  // at the end
 };
 
 // The group of the run whose report (env, host, run_dir) is being made, by the
@@ -37,7 +38,7 @@ bool group_ending(RunGroup& group, report::RunReport& rep);
 
 // After the notifier was run (or the policy asked for no message) by the member that
 // sends the group's notice: marks it sent, so that no other member takes it over.
-void group_notice_done(const RunGroup& group, const report::RunReport& rep);
+void group_notice_done(RunGroup& group, const report::RunReport& rep);
 
 // Whether this run keeps a held notice while Slurm ends its job (report::first_to_hold):
 // one per group, and one per array in digest mode; a run of its own always.

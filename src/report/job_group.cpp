@@ -2,12 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 
 #include "util/fd.hpp"
 #include "util/text.hpp"
@@ -104,6 +106,7 @@ struct Claim {
   bool mine = false;
   std::string member, kind;
   std::string error;
+  std::shared_ptr<util::UniqueFd> lock;  // held while mine and not yet sent
 };
 
 Claim claim(const std::string& dir, const std::string& member, const std::string& kind) {
@@ -112,8 +115,10 @@ Claim claim(const std::string& dir, const std::string& member, const std::string
   util::UniqueFd fd(
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.valid()) {
+    (void)::flock(fd.get(), LOCK_EX);  // new, so nobody else holds it
     c.mine = true;
     (void)util::write_all(fd.get(), nlohmann::json{{"member", member}, {"kind", kind}}.dump());
+    c.lock = std::make_shared<util::UniqueFd>(std::move(fd));
     return c;
   }
   if (errno != EEXIST) {
@@ -131,6 +136,13 @@ Claim claim(const std::string& dir, const std::string& member, const std::string
   // This member's own claim, made by its wrapper, which died before sending the notice:
   // the sweep that reports the run sends it.
   c.mine = c.member == member && c.kind == kind;
+  if (c.mine) {
+    auto held = std::make_shared<util::UniqueFd>(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (held->valid()) {
+      (void)::flock(held->get(), LOCK_EX | LOCK_NB);
+      c.lock = held;
+    }
+  }
   return c;
 }
 
@@ -211,6 +223,20 @@ std::string unseen_why(const GroupIdentity& id, const std::string& dir, size_t s
 
 }  // namespace
 
+bool wrapper_gone(const std::string& run_dir) {
+  util::UniqueFd fd(::open((run_dir + "/output.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  return !fd.valid() || ::flock(fd.get(), LOCK_SH | LOCK_NB) == 0;
+}
+
+std::optional<std::string> member_run_dir(const std::string& dir, const std::string& member) {
+  auto text = util::read_file(dir + "/m." + member);
+  if (!text) {
+    return std::nullopt;
+  }
+  auto r = parse_record(*text);
+  return r ? std::optional<std::string>(r->run_dir) : std::nullopt;
+}
+
 std::optional<GroupIdentity> group_identity(const std::map<std::string, std::string>& env,
                                             const std::string& explicit_key,
                                             std::optional<int> explicit_size,
@@ -264,6 +290,31 @@ util::Status register_member(const std::string& dir, const GroupIdentity& id,
                              const std::string& run_dir, long pid) {
   // Shared with the job's other members, who may run as the same user only (a log
   // directory is the user's): plain 0755 like the run directories beside it.
+  auto slash = dir.find_last_of('/');
+  if (auto st = util::make_dirs(dir.substr(0, slash), 0755); !st) {
+    return st;
+  }
+  // A key used again (`--group exp-42` run again tomorrow) starts a new group once every
+  // member of the last one has ended: that one is renamed away, so its claim covers none
+  // of the new runs. Under a lock beside it, so that two new members starting together
+  // rename it once, and never the new group one of them just made.
+  util::UniqueFd lock(::open((dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (lock.valid()) {
+    (void)::flock(lock.get(), LOCK_EX);
+  }
+  auto members = read_members(dir);
+  size_t ended = 0;
+  for (const auto& [m, r] : members) {
+    // A member whose wrapper is gone without an ending (killed, never swept) is over too.
+    ended += r.ended || wrapper_gone(r.run_dir) ? 1 : 0;
+  }
+  if (!members.empty() && ended == members.size() &&
+      (!id.size || ended >= static_cast<size_t>(*id.size))) {
+    std::string old = dir + ".ended-" + std::to_string(::time(nullptr)) + "-" + std::to_string(pid);
+    if (::rename(dir.c_str(), old.c_str()) != 0 && errno != ENOENT) {
+      return util::errno_error("rename " + dir + " to " + old);
+    }
+  }
   if (auto st = util::make_dirs(dir, 0755); !st) {
     return st;
   }
@@ -301,6 +352,7 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
     }
     if (c.mine) {
       d.send = true;
+      d.claim_lock = c.lock;
       d.role = "first_failure";
       d.own_why = unseen_why(id, dir, members.size());
       return d;
@@ -338,6 +390,7 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
     return d;
   }
   d.send = true;
+  d.claim_lock = c.lock;
   d.role = "all_succeeded";
   d.own_why = unseen_why(id, dir, members.size());
   if (!d.own_why.empty()) {
@@ -346,14 +399,19 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
   return d;
 }
 
-void mark_sent(const std::string& dir) {
+void mark_sent(const std::string& dir, GroupDecision& d) {
   util::UniqueFd fd(
       ::open((dir + "/sent").c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  d.claim_lock.reset();
 }
 
-std::optional<std::string> unsent_notice_run_dir(const std::string& dir) {
+std::optional<std::string> abandoned_claim_run_dir(const std::string& dir) {
   if (::access((dir + "/sent").c_str(), F_OK) == 0) {
     return std::nullopt;
+  }
+  util::UniqueFd fd(::open((dir + "/" + k_claim).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid() || ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+    return std::nullopt;  // no claim, or its maker is still at it
   }
   auto text = util::read_file(dir + "/" + k_claim);
   if (!text) {

@@ -30,11 +30,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "util/fd.hpp"
 #include "util/result.hpp"
 
 namespace report {
@@ -70,7 +72,9 @@ struct MemberRecord {
   std::string ending;  // "exit 1 after 2s"
 };
 
-// Makes the group directory and writes the member's start record. An error says why the
+// Makes the group directory and writes the member's start record. A key used again once
+// every member of its last group has ended (or its wrapper is gone) starts a new group:
+// the old directory is renamed to <dir>.ended-<time>-<pid>. An error says why the
 // directory can't be used; the run then notifies on its own (finish_member says so).
 util::Status register_member(const std::string& dir, const GroupIdentity& id,
                              const std::string& run_dir, long pid);
@@ -81,6 +85,9 @@ struct GroupDecision {
   std::string covered_by;           // covered: the member whose notice it is
   std::string own_why;              // own: why this member could not coordinate ("" otherwise)
   std::vector<std::string> others;  // one line per other member (and each one not seen)
+  // The sender's claim, open and flock'ed until its notice is sent (mark_sent) or the
+  // process ends: a claim nobody holds and nobody marked sent was abandoned.
+  std::shared_ptr<util::UniqueFd> claim_lock;
 };
 
 // Records this member's ending and decides whether it sends the group's notice (above).
@@ -88,13 +95,21 @@ struct GroupDecision {
 GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
                             const MemberRecord& ending, const util::Status& registered);
 
-// The member that sends the group's notice marks it sent (`sent`) once the notifier is
-// done (delivered or in the outbox). A claim without that mark, whose claimer's wrapper is
-// gone (killed between its claim and its notice), is taken over by one other member
-// (`takeover`, O_EXCL), which sends its own notice instead: no notice lost to the claim.
-void mark_sent(const std::string& dir);
-// The run directory of the member whose claim is not marked sent, if any.
-std::optional<std::string> unsent_notice_run_dir(const std::string& dir);
+// A run's wrapper holds a lock on its output.log until it exits (report/run_dir.hpp):
+// free (or no log) means the wrapper is gone.
+bool wrapper_gone(const std::string& run_dir);
+
+// The run directory in a member's start record, if the group directory has one.
+std::optional<std::string> member_run_dir(const std::string& dir, const std::string& member);
+
+// The member that sends the group's notice holds a lock on the claim until it marks it
+// sent (`sent`) once the notifier is done (delivered or in the outbox). A claim without
+// that mark that nobody holds (its claimer was killed between its claim and its notice)
+// is taken over by one other member (`takeover`, O_EXCL), which sends its own notice
+// instead: no notice lost to the claim. mark_sent releases the lock.
+void mark_sent(const std::string& dir, GroupDecision& d);
+// The run directory of the member whose claim was abandoned so, if any.
+std::optional<std::string> abandoned_claim_run_dir(const std::string& dir);
 bool take_over(const std::string& dir);
 
 // While Slurm ends a job whose ranks outlive its SIGTERM, each wrapper would keep a notice

@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+
+#include "util/fd.hpp"
 
 namespace {
 
@@ -170,16 +173,63 @@ TEST(JobGroup, AClaimNotMarkedSentNamesItsRunAndIsTakenOverOnce) {
   std::string dir = report::group_dir(t.path, "k");
   auto r0 = slurm_task(0, 2), r1 = slurm_task(1, 2);
   auto reg0 = register_member(dir, r0, "/a", 1), reg1 = register_member(dir, r1, "/b", 2);
-  EXPECT_FALSE(report::unsent_notice_run_dir(dir));  // no claim yet
-  ASSERT_TRUE(finish_member(dir, r1, ending(r1, true, "script_error"), reg1).send);
-  EXPECT_EQ(report::unsent_notice_run_dir(dir), "/logs/run-1");
+  EXPECT_FALSE(report::abandoned_claim_run_dir(dir));  // no claim yet
+  auto sender = finish_member(dir, r1, ending(r1, true, "script_error"), reg1);
+  ASSERT_TRUE(sender.send);
+  EXPECT_FALSE(report::abandoned_claim_run_dir(dir));  // its maker holds it, sending
+  report::GroupDecision died = sender;
+  sender.claim_lock.reset();
+  died.claim_lock.reset();  // the claimer's process ended without marking it sent
+  EXPECT_EQ(report::abandoned_claim_run_dir(dir), "/logs/run-1");
   EXPECT_TRUE(report::take_over(dir));
   EXPECT_FALSE(report::take_over(dir));
-  report::mark_sent(dir);
-  EXPECT_FALSE(report::unsent_notice_run_dir(dir));
+  report::mark_sent(dir, died);
+  EXPECT_FALSE(report::abandoned_claim_run_dir(dir));
   // The claimer's own run reported again (a sweep after its wrapper died) sends it.
   EXPECT_TRUE(finish_member(dir, r1, ending(r1, true, "script_error"), reg1).send);
   EXPECT_FALSE(finish_member(dir, r0, ending(r0, true, "comm_timeout"), reg0).send);
+}
+
+// A run directory whose wrapper is alive: its output.log locked, as run_dir.cpp does.
+struct LiveRun {
+  std::string dir;
+  util::UniqueFd log;
+  explicit LiveRun(const std::string& d) : dir(d) {
+    std::filesystem::create_directories(d);
+    log.reset(::open((d + "/output.log").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    EXPECT_EQ(::flock(log.get(), LOCK_EX | LOCK_NB), 0);
+  }
+  void end() { log.reset(); }
+};
+
+TEST(JobGroup, AKeyUsedAgainAfterItsGroupEndedStartsANewGroup) {
+  TempDir t;
+  std::string dir = report::group_dir(t.path, "exp-42");
+  auto a0 = *group_identity({{"RANK", "0"}}, "exp-42", 2, "h", 1);
+  auto a1 = *group_identity({{"RANK", "1"}}, "exp-42", 2, "h", 2);
+  LiveRun run0(t.path + "/r0"), run1(t.path + "/r1");
+  auto reg0 = register_member(dir, a0, run0.dir, 1), reg1 = register_member(dir, a1, run1.dir, 2);
+  ASSERT_TRUE(finish_member(dir, a1, ending(a1, true, "script_error"), reg1).send);
+  run1.end();
+  // A member registering while another still runs joins the same group.
+  LiveRun late(t.path + "/late");
+  auto d_late = *group_identity({{"RANK", "1"}}, "exp-42", 2, "h", 5);
+  ASSERT_TRUE(register_member(dir, d_late, late.dir, 5));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/notice"));
+  EXPECT_FALSE(finish_member(dir, a0, ending(a0, false, "success"), reg0).send);
+  run0.end();
+  late.end();
+  // Every wrapper gone: the next runs with the key are a new group, whose failure is sent.
+  LiveRun next0(t.path + "/n0"), next1(t.path + "/n1");
+  auto n0 = register_member(dir, a0, next0.dir, 3);
+  auto n1 = register_member(dir, a1, next1.dir, 4);
+  ASSERT_TRUE(n1) << n1.error();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/notice"));
+  auto d = finish_member(dir, a1, ending(a1, true, "cuda_oom"), n1);
+  EXPECT_TRUE(d.send);
+  EXPECT_EQ(d.role, "first_failure");
+  EXPECT_EQ(d.own_why, "");
+  EXPECT_EQ(report::member_run_dir(dir, "0"), next0.dir);
 }
 
 TEST(JobGroup, OneHeldNoticePerGroup) {

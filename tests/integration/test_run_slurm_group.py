@@ -101,7 +101,7 @@ class GroupCases:
             n = 0
             for path in glob.glob(os.path.join(d, "logs", "*", "output.log")):
                 with open(path, errors="replace") as f:
-                    n += "started" in f.read()
+                    n += "started" in f.read().splitlines()  # the job's line, not the header's
             return n == 2
         self.assertTrue(wait_for(started, timeout=60, interval=0.2), self.node.job_state(jobid))
         self.assertEqual(self.node.sh(["scancel", jobid]).returncode, 0)
