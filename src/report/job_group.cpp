@@ -221,6 +221,32 @@ std::string unseen_why(const GroupIdentity& id, const std::string& dir, size_t s
          " (a log directory local to each node?): the others send their own notices";
 }
 
+// The last group of a key used again, renamed away once every member has ended (or its
+// wrapper is gone), so that its claim covers none of the new runs. Under a lock beside
+// it, so that two new members starting together rename it once, and never the new group
+// one of them just made: `lock` is held by the caller until its start record is written.
+util::Status rotate_if_over(const std::string& dir, const GroupIdentity& id, long pid,
+                            util::UniqueFd& lock) {
+  lock.reset(::open((dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (lock.valid()) {
+    (void)::flock(lock.get(), LOCK_EX);
+  }
+  auto members = read_members(dir);
+  size_t ended = 0;
+  for (const auto& [m, r] : members) {
+    // A member whose wrapper is gone without an ending (killed, never swept) is over too.
+    ended += r.ended || wrapper_gone(r.run_dir) ? 1 : 0;
+  }
+  if (!members.empty() && ended == members.size() &&
+      (!id.size || ended >= static_cast<size_t>(*id.size))) {
+    std::string old = dir + ".ended-" + std::to_string(::time(nullptr)) + "-" + std::to_string(pid);
+    if (::rename(dir.c_str(), old.c_str()) != 0 && errno != ENOENT) {
+      return util::errno_error("rename " + dir + " to " + old);
+    }
+  }
+  return util::ok_status();
+}
+
 }  // namespace
 
 bool wrapper_gone(const std::string& run_dir) {
@@ -245,6 +271,7 @@ std::optional<GroupIdentity> group_identity(const std::map<std::string, std::str
   id.host = host;
   if (!explicit_key.empty()) {
     id.key = explicit_key;
+    id.reusable = true;
     for (const char* k : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
                           "NODE_RANK", "GROUP_RANK"}) {
       if (std::string v = env_of(env, k); v == "0" || positive(v)) {
@@ -295,24 +322,12 @@ util::Status register_member(const std::string& dir, const GroupIdentity& id,
     return st;
   }
   // A key used again (`--group exp-42` run again tomorrow) starts a new group once every
-  // member of the last one has ended: that one is renamed away, so its claim covers none
-  // of the new runs. Under a lock beside it, so that two new members starting together
-  // rename it once, and never the new group one of them just made.
-  util::UniqueFd lock(::open((dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (lock.valid()) {
-    (void)::flock(lock.get(), LOCK_EX);
-  }
-  auto members = read_members(dir);
-  size_t ended = 0;
-  for (const auto& [m, r] : members) {
-    // A member whose wrapper is gone without an ending (killed, never swept) is over too.
-    ended += r.ended || wrapper_gone(r.run_dir) ? 1 : 0;
-  }
-  if (!members.empty() && ended == members.size() &&
-      (!id.size || ended >= static_cast<size_t>(*id.size))) {
-    std::string old = dir + ".ended-" + std::to_string(::time(nullptr)) + "-" + std::to_string(pid);
-    if (::rename(dir.c_str(), old.c_str()) != 0 && errno != ENOENT) {
-      return util::errno_error("rename " + dir + " to " + old);
+  // member of the last one has ended. Slurm's keys hold the job id and never come again,
+  // so their members skip the reading this takes.
+  util::UniqueFd lock;
+  if (id.reusable) {
+    if (auto st = rotate_if_over(dir, id, pid, lock); !st) {
+      return st;
     }
   }
   if (auto st = util::make_dirs(dir, 0755); !st) {
@@ -345,12 +360,15 @@ GroupDecision finish_member(const std::string& dir, const GroupIdentity& id,
   }
   if (mine.failed) {
     Claim c = claim(dir, id.member, "failure");
-    auto members = read_members(dir);
-    d.others = other_lines(id, dir, members);
     if (!c.error.empty()) {
+      d.others = other_lines(id, dir, read_members(dir));
       return own("could not claim the group's notice: " + c.error);
     }
     if (c.mine) {
+      // Only the sender reads the others' records: a covered rank of a large job does
+      // not read every record at its end.
+      auto members = read_members(dir);
+      d.others = other_lines(id, dir, members);
       d.send = true;
       d.claim_lock = c.lock;
       d.role = "first_failure";

@@ -48,6 +48,7 @@ struct GroupIdentity {
   std::string host;
   std::string noun = "rank";  // "task" for a Slurm step's tasks
   std::optional<int> size;    // how many members the group has, when known
+  bool reusable = false;      // a key of the user's, which may come again (not Slurm's)
 };
 
 // The group a run belongs to: an explicit key (--group, `group` in the config,

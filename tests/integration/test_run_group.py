@@ -143,6 +143,21 @@ class Group(RunTestCase):
         self.assertIn("group exp-42", self.body(mails[0]))
         self.assertIn("rank 0 on ", self.body(mails[0]))
 
+    def test_d2_the_same_group_key_run_again_is_a_new_group(self):
+        opts = ["--group", "exp-42", "--group-size", "2"]
+        for attempt in (1, 2):
+            go = f"{self.go}{attempt}"
+            healthy = self.start(0, [PY, self.wait_job, go, "0"], opts, slurm=False, RANK="0")
+            failing = self.start(1, [PY, self.fail_job, go], opts, slurm=False, RANK="1")
+            self.assertTrue(wait_for(lambda: len(glob.glob(os.path.join(
+                self.logs, ".gpualert-groups", "exp-42", "m.*"))) == 2, timeout=20))
+            open(go, "w").close()
+            self.finish(failing, 1)
+            self.finish(healthy, 0)
+            self.assertEqual(len(self.mails()), attempt, [m["Subject"] for m in self.mails()])
+        self.assertEqual(len(glob.glob(os.path.join(self.logs, ".gpualert-groups",
+                                                    "exp-42.ended-*"))), 1)
+
     def test_e_a_task_with_its_own_log_dir_sends_its_own_marked_notice(self):
         open(self.go, "w").close()
         own0, own1 = os.path.join(self.tmp, "node0-logs"), os.path.join(self.tmp, "node1-logs")
