@@ -3,7 +3,6 @@ or --group) agree through the log directory on one mail, against a real SMTP ser
 import email
 import email.policy
 import glob
-import json
 import os
 import signal
 import subprocess
@@ -93,7 +92,7 @@ class Group(RunTestCase):
         body = self.body(mails[0])
         self.assertIn("task 1 failed first", body)
         healthy_dir = self.run_dir_of("rank done")
-        self.assertIn(f"task 0 on ", body)
+        self.assertIn("task 0 on ", body)
         self.assertIn(f"still running; run dir {healthy_dir}", body)
         report = self.report(healthy_dir)
         self.assertEqual(report["job_group"]["role"], "covered")
