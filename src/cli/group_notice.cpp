@@ -102,17 +102,15 @@ bool array_ending(report::RunReport& rep, report::MemberRecord r) {
 
 RunGroup find_group(const notify::Config& config, report::RunReport& rep, long pid) {
   RunGroup g;
-  if (config.group == "none") {
-    return g;
+  g.pid = pid;
+  if (config.array_mode == "digest" && rep.env.count("SLURM_ARRAY_JOB_ID") != 0) {
+    rep.env["GPUALERT_ARRAY"] = "digest";
   }
   if (!config.group.empty()) {
     rep.env["GPUALERT_GROUP"] = config.group;
     if (config.group_size) {
       rep.env["GPUALERT_GROUP_SIZE"] = std::to_string(*config.group_size);
     }
-  }
-  if (config.array_mode == "digest" && rep.env.count("SLURM_ARRAY_JOB_ID") != 0) {
-    rep.env["GPUALERT_ARRAY"] = "digest";
   }
   std::optional<int> size = config.group_size;
   if (auto it = rep.env.find("GPUALERT_GROUP_SIZE"); !size && it != rep.env.end()) {
@@ -124,8 +122,10 @@ RunGroup find_group(const notify::Config& config, report::RunReport& rep, long p
   if (auto it = rep.env.find("GPUALERT_GROUP"); key.empty() && it != rep.env.end()) {
     key = it->second;
   }
+  if (key == "none") {
+    return g;  // every run its own notice, a Slurm step's tasks too
+  }
   g.id = report::group_identity(rep.env, key, size, rep.host, pid);
-  g.pid = pid;
   if (g.id && !rep.run_dir.empty()) {
     g.dir = group_dir_beside(rep.run_dir, g.id->key);
   }

@@ -128,6 +128,14 @@ class Group(RunTestCase):
         self.assertIn("(all ranks)", mails[0]["Subject"])
         self.assertIn("all 2 tasks succeeded", self.body(mails[0]))
 
+    def test_c2_group_none_sends_a_notice_per_task(self):
+        open(self.go, "w").close()
+        for rank, job, code in ((0, [PY, self.wait_job, self.go, "0"], 0), (1, [PY, self.fail_job], 1)):
+            self.finish(self.start(rank, job, ["--group", "none"]), code)
+        subjects = [m["Subject"] for m in self.mails()]
+        self.assertEqual(len(subjects), 2, subjects)
+        self.assertFalse(os.path.exists(os.path.join(self.logs, ".gpualert-groups")))
+
     def test_d_group_option_without_slurm(self):
         opts = ["--group", "exp-42", "--group-size", "2"]
         healthy = self.start(0, [PY, self.wait_job, self.go, "0"], opts, slurm=False, RANK="0")
