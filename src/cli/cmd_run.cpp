@@ -109,6 +109,17 @@ int cmd_run(int argc, char** argv) {
   app.add_option("--config", o.config_file,
                  "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)")
       ->option_text("FILE");
+  app.add_option("--group", o.group,
+                 "runs sharing KEY (each rank of a job) send one notice together; Slurm steps "
+                 "of several tasks do by themselves; none: each its own")
+      ->option_text("KEY");
+  app.add_option("--group-size", o.group_size,
+                 "how many runs share --group's KEY (default: $WORLD_SIZE, else those seen)")
+      ->option_text("N")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--array", o.array_mode,
+                 "a Slurm array's notices: each failing member its own, or one digest")
+      ->check(CLI::IsMember({"each", "digest"}));
   bool no_line_buffer = false;
   app.add_flag("--no-line-buffer", no_line_buffer,
                "don't ask the job's runtimes for line-buffered stdout (PYTHONUNBUFFERED, stdbuf)");

@@ -31,6 +31,7 @@
 #include "classify/case_dir.hpp"
 #include "classify/classifier.hpp"
 #include "cli/commands.hpp"
+#include "cli/group_notice.hpp"
 #include "cli/notifier.hpp"
 #include "cli/parse_args.hpp"
 #include "cli/run_state.hpp"
@@ -280,6 +281,14 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
   rep.warnings.push_back("reconstructed by gpualert sweep: " + why +
                          "; the log is what the run left, the exit status what " +
                          (facts->status ? "its footer" : (job ? "Slurm" : "nothing")) + " said");
+  // One of a job's wrapped ranks: it ends in the group like its wrapper would have
+  // (the group's key is in the header's environment, not in the sweeper's config).
+  config::Config member_config = *config;
+  member_config.group.clear();
+  member_config.group_size.reset();
+  member_config.array_mode = "each";
+  RunGroup group = find_group(member_config, rep, h.pid);
+  const bool group_sends = group_ending(group, rep);
   std::vector<std::string> held = rep.held_notices;
   rep.held_notices.clear();
   if (auto s = report::save(report_path, rep, util::Durability::synced); !s) {
@@ -287,13 +296,16 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
     return Outcome::failed;
   }
   message = rep.verdict->label;
-  if (ctx.notify && notify::should_notify(*config, rep)) {
+  if (ctx.notify && group_sends && notice_wanted(*config, rep)) {
     NotifyOutcome o =
         notify_via_helper(run_dir, {}, config->budget_bytes, ctx.config_file, *config, 0, held);
     message += o.delivered ? "; notified " + o.where
                            : "; " + (o.detail.empty() ? "notice kept in " + o.where : o.detail);
   } else if (!held.empty()) {
     withdraw_held_notice(held, ctx.config_file, *config);
+  }
+  if (ctx.notify) {
+    group_notice_done(group, rep);
   }
   return Outcome::reported;
 }

@@ -17,6 +17,7 @@
 #include "capture/job_terminal.hpp"
 #include "capture/tee.hpp"
 #include "classify/classifier.hpp"
+#include "cli/group_notice.hpp"
 #include "cli/job_comment.hpp"
 #include "cli/job_env.hpp"
 #include "cli/notifier.hpp"
@@ -190,6 +191,21 @@ void say_late(const std::string& text) {
   }
 }
 
+// What a member of a group whose notice another member sends says on stderr.
+std::string group_note(const report::RunReport& rep) {
+  if (!rep.job_group || rep.job_group->value("send", false)) {
+    return "the array's digest goes out when its last member ends";
+  }
+  const auto& g = *rep.job_group;
+  std::string noun = g.value("noun", "rank");
+  if (g.value("role", "") == "covered") {
+    std::string by = g.value("covered_by", "");
+    return "the job's notice is " + noun + " " + (by.empty() ? "another's" : by + "'s") + " (" +
+           g.value("dir", "") + ")";
+  }
+  return "the job's notice is left to the last " + noun + " to end (" + g.value("dir", "") + ")";
+}
+
 std::string footer(const supervise::SuperviseResult& r, const std::string& ended,
                    const capture::LogSink& sink) {
   std::string m(report::k_marker);
@@ -257,6 +273,8 @@ class JobRun {
   std::variant<supervise::Spawned, supervise::SpawnFailure> m_spawned;
   gpu::Watch m_gpus;
   std::string m_journal;
+  RunGroup m_group;           // the job's ranks agreeing on one notice (cli/group_notice.hpp)
+  bool m_group_sends = true;  // this run sends the job's notice
   // What Slurm said when it began ending the job, asked once (keep_provisional and
   // gather_facts).
   std::vector<std::string> m_scheduler_lines;
@@ -296,6 +314,15 @@ std::optional<RunEnding> JobRun::apply_options() {
   }
   if (m_o.budget) {
     m_config.budget_bytes = *m_o.budget;
+  }
+  if (!m_o.group.empty()) {
+    m_config.group = m_o.group;
+  }
+  if (m_o.group_size) {
+    m_config.group_size = m_o.group_size;
+  }
+  if (!m_o.array_mode.empty()) {
+    m_config.array_mode = m_o.array_mode;
   }
   if (m_o.stall) {
     m_config.stall = *m_o.stall;
@@ -346,6 +373,8 @@ void JobRun::describe_job() {
   m_mono_start = std::chrono::steady_clock::now();
   m_rep.started = util::iso8601_local(m_start_t);
   m_rep.env = report::relevant_environment(environ);
+  // Before the header: it records the group's key for a sweep.
+  m_group = find_group(m_config, m_rep, ::getpid());
 }
 
 // The run directory and the header, on disk (synced) before the job starts; the job's
@@ -383,6 +412,7 @@ std::optional<RunEnding> JobRun::make_run_dir() {
   }
   m_rep.run_dir = run_dir->path;
   m_rep.log_path = run_dir->log_path;
+  join_group(m_group, m_rep);  // a small file beside the run directory just made
   if (run_dir->fallback_reason) {
     m_rep.log_fallback = *run_dir->fallback_reason;
     m_rep.warnings.push_back(*run_dir->fallback_reason + "; the log is in " + run_dir->path);
@@ -527,7 +557,8 @@ void JobRun::keep_provisional() {
   if (!provisional || !write()) {
     return;
   }
-  if (notify::should_notify(m_config, *provisional)) {
+  // One held notice for a job's ranks (or a digest array), not one each.
+  if (notify::should_notify(m_config, *provisional) && may_hold_notice(m_group, m_rep)) {
     m_held = notify_via_helper(m_rep.run_dir, m_o.attach, m_config.budget_bytes, m_o.config_file,
                                m_config, k_held_notice_s)
                  .ids;
@@ -685,6 +716,8 @@ void JobRun::write_report() {
       m_rep.warnings.push_back("kernel.log: " + st.error());
     }
   }
+  // One notice per job: the other ranks' endings so far go into this report.
+  m_group_sends = group_ending(m_group, m_rep);
   m_report_path = rep.run_dir + "/report.json";
   // report.json is derived from output.log (which is synced): `gpualert classify`
   // gives it again, so it is replaced atomically but not fsynced (report::save), off
@@ -736,10 +769,14 @@ RunEnding JobRun::announce() {
   host::CommentWrite comment =
       start_job_comment(rep, m_config);  // waited for on return, 2 s at most
   std::string notice;
-  if (!m_held.empty() && !notify::should_notify(m_config, rep)) {
+  const bool notify_this = m_group_sends && notice_wanted(m_config, rep);
+  if (!m_held.empty() && !notify_this) {
     withdraw_held_notice(m_held, m_o.config_file, m_config);  // this ending needs none
   }
-  if (notify::should_notify(m_config, rep)) {
+  if (!m_group_sends) {
+    notice = group_note(rep);
+  }
+  if (notify_this) {
     // The final notice replaces the held one, if one was kept.
     NotifyOutcome outcome = notify_via_helper(
         rep.run_dir, m_o.attach, m_config.budget_bytes, m_o.config_file, m_config, 0, m_held,
@@ -750,6 +787,7 @@ RunEnding JobRun::announce() {
       notice = outcome.detail.empty() ? "notification kept in " + outcome.where : outcome.detail;
     }
   }
+  group_notice_done(m_group, m_rep);  // delivered, in the outbox, or not asked for
   std::string verdict = rep.verdict ? rep.verdict->label : "unknown";
   if (!m_o.quiet) {
     say_late("gpualert: " + verdict + " (" + m_result.status.describe() + " after " +

@@ -33,6 +33,9 @@ struct RunOptions {
   std::string config_file;
   bool quiet = false;
   bool line_buffer = true;  // ask the job's runtimes for line-buffered stdout
+  std::string group;        // --group KEY: one notice for the runs sharing it ("" = config)
+  std::optional<int> group_size;
+  std::string array_mode;  // --array each|digest ("" = config)
 };
 
 // Runs the job and returns how gpualert must end: a wait status to mirror.

@@ -59,6 +59,25 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
     c.slurm_comment = node.as_boolean()->get();
     return util::ok_status();
   }
+  if (key == "group") return str(c.group);
+  if (key == "group_size") {
+    if (!node.is_integer() || node.as_integer()->get() < 1 || node.as_integer()->get() > 1000000) {
+      return bad("expected a number of members, 1 to 1000000");
+    }
+    c.group_size = static_cast<int>(node.as_integer()->get());
+    return util::ok_status();
+  }
+  if (key == "array") {
+    std::string v;
+    if (auto st = str(v); !st) {
+      return st;
+    }
+    if (v != "each" && v != "digest") {
+      return bad("expected \"each\" or \"digest\", got \"" + v + "\"");
+    }
+    c.array_mode = v;
+    return util::ok_status();
+  }
   if (key == "log_dir") return str(c.log_dir);
   if (key == "state_dir") return str(c.state_dir);
   if (key == "rules") return str(c.rules_file);
@@ -150,7 +169,7 @@ util::Status apply_key(Config& c, const std::string& file, const std::string& ke
       "unknown key (known: smtp_url, smtp_user, smtp_password_file, smtp_password, "
       "smtp_ca_file, from, to, webhook_url, webhook_format, ntfy_url, notify, notify_timeout, "
       "budget, gpu_sample_seconds, stall, stall_action, log_dir, state_dir, rules, "
-      "slurm_comment)");
+      "slurm_comment, group, group_size, array)");
 }
 
 util::Status read_file_config(Config& c, const std::string& path) {
@@ -195,6 +214,21 @@ util::Status apply_environment(Config& c) {
       return util::Error{"GPUALERT_WEBHOOK_FORMAT: expected slack or json, got '" + f + "'"};
     }
     c.webhook_format = f;
+  }
+  set("GPUALERT_GROUP", c.group);
+  if (std::string v = env("GPUALERT_GROUP_SIZE"); !v.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(v.c_str(), &end, 10);
+    if (end == v.c_str() || *end != '\0' || n < 1 || n > 1000000) {
+      return util::Error{"GPUALERT_GROUP_SIZE: expected a number of members, got '" + v + "'"};
+    }
+    c.group_size = static_cast<int>(n);
+  }
+  if (std::string v = env("GPUALERT_ARRAY"); !v.empty()) {
+    if (v != "each" && v != "digest") {
+      return util::Error{"GPUALERT_ARRAY: expected each or digest, got '" + v + "'"};
+    }
+    c.array_mode = v;
   }
   if (std::string v = env("GPUALERT_SLURM_COMMENT"); !v.empty()) {
     if (v == "0" || v == "false" || v == "no") {

@@ -32,6 +32,13 @@ struct Config {
   uint64_t budget_bytes = 10u << 20;
   // Inside a Slurm job, `run` writes its verdict into the job's Comment (cli/job_comment.hpp).
   bool slurm_comment = true;
+  // The wrapped ranks of one job send one notice (report/job_group.hpp): the group's key
+  // ("" = a Slurm step's tasks by themselves, "none" = every rank on its own) and size.
+  std::string group;
+  std::optional<int> group_size;
+  // A Slurm array's members: "each" sends each member's notice, "digest" one summary
+  // once all members ended (cli/array_digest.hpp).
+  std::string array_mode = "each";
   // How often `run` samples the job's GPUs (gpu/watch.hpp); 0 turns GPU facts off.
   unsigned gpu_sample_seconds = 5;
   // `run` sends one notice when the job printed nothing for this long (off when unset);

@@ -65,10 +65,15 @@ std::vector<Fact> run_facts(const report::RunReport& r) {
   std::snprintf(secs, sizeof secs, " (%.1f s)", r.duration_s);
   add("Duration", util::human_duration(r.duration_s) + (r.duration_s >= 60 ? secs : ""));
   add("Exit", exit_text(r));
-  for (const char* var : k_job_id_vars) {
-    if (auto it = r.env.find(var); it != r.env.end()) {
-      add("Scheduler job", std::string(var) + "=" + it->second);
-      break;
+  // An array member by the id its user knows (17_1), not the job id Slurm gave it.
+  if (std::string id = scheduler_job_id(r.env); !id.empty() && r.env.count("SLURM_ARRAY_JOB_ID")) {
+    add("Scheduler job", "array job " + id);
+  } else {
+    for (const char* var : k_job_id_vars) {
+      if (auto it = r.env.find(var); it != r.env.end()) {
+        add("Scheduler job", std::string(var) + "=" + it->second);
+        break;
+      }
     }
   }
   std::string gpus;
@@ -305,6 +310,97 @@ std::vector<Fact> scheduler_facts(const report::RunReport& r) {
   return f;
 }
 
+std::string group_str(const nlohmann::json& g, const char* key) {
+  auto it = g.find(key);
+  return it != g.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Which member of a job's group this notice is, and what it stands for
+// (report/job_group.hpp): the paragraph and the other members' lines.
+struct GroupText {
+  std::string lead;
+  std::vector<std::string> others;
+};
+
+std::optional<GroupText> group_text(const report::RunReport& r) {
+  if (!r.job_group || !r.job_group->is_object()) {
+    return std::nullopt;
+  }
+  const auto& g = *r.job_group;
+  GroupText t;
+  std::string noun = group_str(g, "noun");
+  std::string me =
+      group_str(g, "rank").empty() ? "this " + noun : noun + " " + group_str(g, "rank");
+  std::string size = g.contains("size") && g["size"].is_number_integer()
+                         ? std::to_string(g["size"].get<int>()) + " " + noun + "s"
+                         : "its " + noun + "s";
+  std::string role = group_str(g, "role");
+  std::string why = group_str(g, "own_why");
+  if (role == "first_failure") {
+    t.lead = "One notice for the job (" + size + ", group " + group_str(g, "key") + "): " + me +
+             " failed first.";
+  } else if (role == "all_succeeded") {
+    t.lead = "One notice for the job: all " + size + " succeeded.";
+  } else {
+    t.lead = "This is " + me + "'s own notice";
+  }
+  if (!why.empty()) {
+    t.lead += (role == "own" ? ": " : " Own notice: ") + why + ".";
+  } else if (role == "own") {
+    t.lead += ".";
+  }
+  if (auto it = g.find("others"); it != g.end() && it->is_array()) {
+    for (const auto& l : *it) {
+      if (l.is_string()) {
+        t.others.push_back(one_line(l.get<std::string>()));
+      }
+    }
+  }
+  return t;
+}
+
+// The summary of a Slurm array in `array = digest` mode (report.json "array_digest").
+struct DigestText {
+  std::string head;    // "2 of 4 members failed"
+  std::string counts;  // "script_error 2, success 2"
+  std::vector<std::string> failing, unseen;
+};
+
+std::optional<DigestText> digest_text(const report::RunReport& r) {
+  if (!r.array_digest || !r.array_digest->is_object()) {
+    return std::nullopt;
+  }
+  const auto& d = *r.array_digest;
+  DigestText t;
+  int size = d.value("size", 0), failed = d.value("failed", 0);
+  t.head = failed > 0 ? std::to_string(failed) + " of " + std::to_string(size) + " members failed"
+                      : "all " + std::to_string(size) + " members succeeded";
+  if (auto it = d.find("labels"); it != d.end() && it->is_object()) {
+    for (auto l = it->begin(); l != it->end(); ++l) {
+      if (l.value().is_number_integer()) {
+        t.counts +=
+            (t.counts.empty() ? "" : ", ") + l.key() + " " + std::to_string(l.value().get<int>());
+      }
+    }
+  }
+  std::string array = group_str(d, "array_job_id");
+  if (auto it = d.find("members"); it != d.end() && it->is_array()) {
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.value("failed", false)) {
+        continue;
+      }
+      std::string line = array + "_" + group_str(m, "index") + ": " + group_str(m, "label") + " (" +
+                         group_str(m, "ending") + ")";
+      if (std::string c = group_str(m, "cause"); !c.empty()) {
+        line += ": " + c;
+      }
+      t.failing.push_back(one_line(line + "; run dir " + group_str(m, "run_dir")));
+    }
+  }
+  t.counts = one_line(t.counts);
+  return t;
+}
+
 }  // namespace
 
 std::string first_action(const report::RunReport& r) {
@@ -384,6 +480,15 @@ std::string decisive_line(const report::RunReport& r) {
 std::string build_subject(const report::RunReport& r) {
   std::string name = sanitize_header_value(r.name.empty() ? "job" : r.name, 80);
   std::string host = sanitize_header_value(r.host.empty() ? "unknown host" : r.host, 64);
+  if (auto d = digest_text(r)) {
+    // One notice for the whole array: its id with the range of indices, then the counts.
+    std::string array = group_str(*r.array_digest, "array_job_id");
+    bool failed = r.array_digest->value("failed", 0) > 0;
+    return sanitize_header_value("[gpualert] " + std::string(failed ? "FAILED " : "succeeded: ") +
+                                     d->head + " (" + d->counts + ") | array job " + array + "_* " +
+                                     name + " on " + host,
+                                 300);
+  }
   std::string head;
   bool ok = is_success(r);
   const bool stalled = r.state == "stalled" && r.stall;
@@ -407,10 +512,23 @@ std::string build_subject(const report::RunReport& r) {
     who += "job " + id + " ";
   }
   who += name;
+  bool ranked = false;
   for (const char* k : {"RANK", "SLURM_PROCID"}) {
     if (auto it = r.env.find(k); it != r.env.end() && !it->second.empty() && it->second != "0") {
       who += " rank " + it->second;
+      ranked = true;
       break;
+    }
+  }
+  if (r.job_group && r.job_group->is_object()) {
+    std::string rank = group_str(*r.job_group, "rank");
+    if (!ranked && !rank.empty() && rank != "0") {
+      who += " rank " + sanitize_header_value(rank, 20);
+    }
+    if (!group_str(*r.job_group, "own_why").empty()) {
+      who += " (own notice)";  // the other ranks could not be seen: they send theirs
+    } else if (group_str(*r.job_group, "role") == "all_succeeded") {
+      who += " (all ranks)";
     }
   }
   return sanitize_header_value("[gpualert] " + head + ": " + (what.empty() ? "" : what + " | ") +
@@ -443,17 +561,23 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
                     const std::vector<Attachment>& attachments, uint64_t budget, bool gpu_chart,
                     const std::vector<std::string>& gpus_now) {
   std::string t, h;
-  const std::string title = one_line(headline(r));
+  std::string title = one_line(headline(r));
   bool ok = is_success(r);
   const bool stalled = r.state == "stalled" && r.stall;
+  bool banner_ok = ok;  // a digest's colour is the array's
+  if (auto d = digest_text(r)) {
+    banner_ok = r.array_digest->value("failed", 0) == 0;
+    title = one_line("Array job " + group_str(*r.array_digest, "array_job_id") + ": " + d->head +
+                     " (" + r.name + ")");
+  }
   t += title + "\n";
   h += "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head>"
        "<body style=\"font-family:-apple-system,Segoe "
        "UI,Helvetica,Arial,sans-serif;font-size:14px;color:#24292f;max-width:900px\">";
   h += "<div style=\"font-size:18px;font-weight:bold;padding:8px 12px;color:#fff;background:" +
-       std::string(stalled ? "#9a6700"
-                   : ok    ? "#1a7f37"
-                           : "#cf222e") +
+       std::string(stalled     ? "#9a6700"
+                   : banner_ok ? "#1a7f37"
+                               : "#cf222e") +
        "\">" + html_escape(title) + "</div>";
   if (stalled) {
     const auto& s = *r.stall;
@@ -519,6 +643,37 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   if (std::string g = ok ? "" : failing_gpu_line(r); !g.empty()) {
     t += g + "\n";
     h += "<p style=\"margin:4px 0\">" + html_escape(g) + "</p>";
+  }
+  if (auto d = digest_text(r)) {
+    std::string lead = "Array job " + group_str(*r.array_digest, "array_job_id") + ": " + d->head +
+                       " (" + d->counts + ").";
+    t += "\n" + lead + "\n";
+    h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(lead) + "</b></p>";
+    if (!d->failing.empty()) {
+      t += "Failing members:\n";
+      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
+      for (const auto& l : d->failing) {
+        t += "  " + l + "\n";
+        h += "<li>" + html_escape(l) + "</li>";
+      }
+      h += "</ul>";
+    }
+    std::string rest = "Below: the last member to end, " + scheduler_job_id(r.env) + ".";
+    t += rest + "\n";
+    h += "<p style=\"margin:4px 0;color:#57606a\">" + html_escape(rest) + "</p>";
+  }
+  if (auto g = group_text(r)) {
+    t += "\n" + g->lead + "\n";
+    h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(g->lead) + "</b></p>";
+    if (!g->others.empty()) {
+      t += "The others:\n";
+      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
+      for (const auto& l : g->others) {
+        t += "  " + l + "\n";
+        h += "<li>" + html_escape(l) + "</li>";
+      }
+      h += "</ul>";
+    }
   }
 
   if (!ex.evidence.empty()) {

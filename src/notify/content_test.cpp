@@ -126,6 +126,69 @@ TEST(Bodies, TheFirstScreenHasTheSchedulersFactsAndAnActionWithThem) {
   EXPECT_EQ(first_action(r), "the job reached its 12:00:00 time limit: checkpoint more often");
 }
 
+TEST(Bodies, AnArrayMemberIsNamedByItsArrayId) {
+  report::RunReport r = failed_run();
+  r.env = {{"SLURM_JOB_ID", "21"}, {"SLURM_ARRAY_JOB_ID", "17"}, {"SLURM_ARRAY_TASK_ID", "1"}};
+  Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(b.text.find("Scheduler job: array job 17_1\n"), std::string::npos) << b.text;
+  EXPECT_EQ(b.text.find("SLURM_JOB_ID=21"), std::string::npos) << b.text;
+}
+
+TEST(Bodies, AGroupsNoticeSaysWhichRankAndListsTheOthers) {
+  report::RunReport r = failed_run();
+  r.env = {{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", "1"}};
+  r.job_group = nlohmann::json{{"key", "slurm-4242.0"},
+                               {"noun", "task"},
+                               {"rank", "1"},
+                               {"size", 2},
+                               {"role", "first_failure"},
+                               {"others", {"task 0 on n0: still running; run dir /logs/a <b>"}}};
+  Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(
+      b.text.find("One notice for the job (2 tasks, group slurm-4242.0): task 1 failed "
+                  "first.\nThe others:\n  task 0 on n0: still running; run dir /logs/a <b>\n"),
+      std::string::npos)
+      << b.text;
+  EXPECT_NE(b.html.find("run dir /logs/a &lt;b&gt;</li>"), std::string::npos);
+  EXPECT_NE(build_subject(r).find("job 4242 llama-ft rank 1 on"), std::string::npos);
+  (*r.job_group)["role"] = "own";
+  (*r.job_group)["own_why"] = "only 1 of the group's 2 tasks wrote to /d";
+  EXPECT_NE(build_subject(r).find("rank 1 (own notice) on"), std::string::npos) << build_subject(r);
+  b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(b.text.find("This is task 1's own notice: only 1 of the group's 2 tasks wrote to /d."),
+            std::string::npos)
+      << b.text;
+}
+
+TEST(Bodies, AnArrayDigestCountsLabelsAndListsTheFailingMembers) {
+  report::RunReport r = failed_run();
+  r.exit_code = 0;
+  r.verdict->label = "success";
+  r.env = {{"SLURM_JOB_ID", "21"}, {"SLURM_ARRAY_JOB_ID", "17"}, {"SLURM_ARRAY_TASK_ID", "2"}};
+  r.array_digest = nlohmann::json{{"array_job_id", "17"},
+                                  {"size", 4},
+                                  {"failed", 1},
+                                  {"labels", {{"script_error", 1}, {"success", 3}}},
+                                  {"members",
+                                   {{{"index", "0"}, {"label", "success"}, {"failed", false}},
+                                    {{"index", "1"},
+                                     {"label", "script_error"},
+                                     {"failed", true},
+                                     {"ending", "exit 1 after 2s"},
+                                     {"cause", "ValueError: bad shard"},
+                                     {"run_dir", "/logs/m1"}}}}};
+  EXPECT_EQ(build_subject(r),
+            "[gpualert] FAILED 1 of 4 members failed (script_error 1, success 3) | array job 17_* "
+            "llama-ft on gpu-node17");
+  Bodies b = build_bodies(r, LogExcerpt{}, {}, 0);
+  EXPECT_NE(b.text.find("Array job 17: 1 of 4 members failed (script_error 1, success 3).\n"
+                        "Failing members:\n  17_1: script_error (exit 1 after 2s): ValueError: "
+                        "bad shard; run dir /logs/m1\n"),
+            std::string::npos)
+      << b.text;
+  EXPECT_NE(b.html.find("#cf222e"), std::string::npos);  // red: the array failed
+}
+
 TEST(Bodies, HtmlIsEscapedAndSelfContained) {
   report::RunReport r = failed_run();
   r.command = "python train.py --tag '<b>bold</b>'";

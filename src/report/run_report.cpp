@@ -193,6 +193,12 @@ json to_json(const RunReport& r) {
   if (!r.gpu_lines.empty()) {
     j["gpu_lines"] = r.gpu_lines;
   }
+  if (r.job_group) {
+    j["job_group"] = *r.job_group;
+  }
+  if (r.array_digest) {
+    j["array_digest"] = *r.array_digest;
+  }
   // Diagnosis keys are present only once a classifier decided: absent, not invented.
   if (r.verdict) {
     json v = verdict_json(*r.verdict);
@@ -256,6 +262,12 @@ util::Result<RunReport> from_json(const json& j) {
       r.gpus = j["gpus"];
     }
     get_if(j, "gpu_lines", r.gpu_lines);
+    if (j.contains("job_group") && j["job_group"].is_object()) {
+      r.job_group = j["job_group"];
+    }
+    if (j.contains("array_digest") && j["array_digest"].is_object()) {
+      r.array_digest = j["array_digest"];
+    }
     get_if(j, "warnings", r.warnings);
     get_if(j, "state", r.state);
     if (j.contains("cgroup_memory_peak") && j["cgroup_memory_peak"].is_number_unsigned()) {

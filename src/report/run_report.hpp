@@ -64,6 +64,11 @@ struct RunReport {
   // (inventory, peak and last readings, Xids, ECC deltas); absent without NVML.
   std::optional<nlohmann::json> gpus;
   std::vector<std::string> gpu_lines;  // its Xids as classifier evidence (HostEvidence)
+  // One of several wrapped ranks of a job: what the group decided (report/job_group.hpp).
+  std::optional<nlohmann::json> job_group;
+  // The last member of a Slurm array in `array = digest` mode: every member's ending
+  // (cli/group_notice.hpp), which its notice summarises.
+  std::optional<nlohmann::json> array_digest;
 };
 
 // Secrets in argv, command, env values, evidence and warnings are masked
