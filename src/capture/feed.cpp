@@ -152,6 +152,14 @@ void OutputFeed::loop() {
       lock.unlock();
       consume(sb, sl, len);
       lock.lock();
+      if (idle && m_size > m_capacity / 2 && !m_done) {
+        // Still far behind: the job prints faster than the rules read, and the ring
+        // drops what is not read in time. Reading on at full speed would only take CPU
+        // from the job and the copy to read a fraction of the flood; a sample of it
+        // every k_flood_pause is read instead, and the ring is caught up with once the
+        // job pauses or ends (its end is always read).
+        m_cv.wait_for(lock, k_flood_pause, [this] { return m_done; });
+      }
       continue;
     }
     if (m_done) {
