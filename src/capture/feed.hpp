@@ -39,6 +39,14 @@ class OutputFeed {
 
   // From the copy loop: never blocks on the consumer.
   void push(std::string_view bytes);
+  // The same without a copy: reserve() gives the place in the ring where the next
+  // bytes go (contiguous, at most max bytes, never empty), making room by dropping the
+  // oldest unread bytes when the ring is full; the caller reads the job's pipe straight
+  // into it and commit()s how many bytes it put there (0 is fine). The span stays valid,
+  // and unread by the consumer, until commit(); what was committed stays in place until
+  // the next reserve() or push().
+  std::span<char> reserve(size_t max);
+  void commit(size_t filled);
   // Starts the consumer's thread (idempotent; a no-op after finish()).
   void start();
   // No more pushes: joins the thread, then consumes what is left on the caller's
