@@ -99,6 +99,7 @@ Status fsync_dir(const std::string& dir) {
 Result<AtomicFile> AtomicFile::create(const std::string& path, int mode) {
   AtomicFile f;
   f.m_path = path;
+  f.m_mode = mode;
   // A new file of our own, never an existing one: in a directory someone else can
   // write to, a planted `report.json.tmp.<pid>` symlink would otherwise make us
   // write through it. A name taken (a leftover, a plant, or another AtomicFile of
@@ -135,6 +136,16 @@ Status AtomicFile::commit(std::string_view data, Durability durability) {
   }
   if (sync && ::fsync(m_fd.get()) != 0) {
     return fail(errno_error("fsync " + m_tmp));
+  }
+  // The name must still be the file written: one swapped for a link meanwhile (by
+  // whoever can write to the directory) is not renamed over the path; the data goes
+  // to a new temporary file instead.
+  struct stat mine {
+  }, named{};
+  if (::fstat(m_fd.get(), &mine) != 0 || ::lstat(m_tmp.c_str(), &named) != 0 ||
+      mine.st_dev != named.st_dev || mine.st_ino != named.st_ino) {
+    m_fd.reset();
+    return write_file_atomic(m_path, data, m_mode, durability);
   }
   m_fd.reset();
   if (::rename(m_tmp.c_str(), m_path.c_str()) != 0) {

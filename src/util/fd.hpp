@@ -81,6 +81,7 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   std::string m_path, m_tmp;
+  int m_mode = 0644;
   UniqueFd m_fd;
 };
 // fsyncs a directory so that entries created in it survive a crash.
