@@ -102,6 +102,37 @@ void OutputFeed::push(std::string_view bytes) {
   }
 }
 
+std::span<char> OutputFeed::reserve(size_t max) {
+  std::lock_guard lock(m_mutex);
+  if (!m_ring) {
+    m_ring = std::make_unique_for_overwrite<char[]>(m_capacity);
+  }
+  if (m_size == 0) {
+    m_head = 0;  // all read: the whole ring is one contiguous space again
+  }
+  const size_t tail = (m_head + m_size) % m_capacity;
+  const size_t want = std::max<size_t>(1, std::min(max, m_capacity - tail));
+  if (m_capacity - m_size < want) {
+    drop_oldest(want - (m_capacity - m_size));  // from the head: the tail stays where it is
+  }
+  return {m_ring.get() + tail, want};
+}
+
+void OutputFeed::commit(size_t filled) {
+  if (filled == 0) {
+    return;
+  }
+  bool wake = false;
+  {
+    std::lock_guard lock(m_mutex);
+    m_size += filled;
+    wake = m_waiting;
+  }
+  if (wake) {
+    m_cv.notify_one();
+  }
+}
+
 bool OutputFeed::take(uint64_t& skip_bytes, uint64_t& skip_lines, size_t& len) {
   if (m_size == 0 && m_skip_bytes == 0) {
     return false;
@@ -152,6 +183,14 @@ void OutputFeed::loop() {
       lock.unlock();
       consume(sb, sl, len);
       lock.lock();
+      if (idle && m_size > m_capacity / 2 && !m_done) {
+        // Still far behind: the job prints faster than the rules read, and the ring
+        // drops what is not read in time. Reading on at full speed would only take CPU
+        // from the job and the copy to read a fraction of the flood; a sample of it
+        // every k_flood_pause is read instead, and the ring is caught up with once the
+        // job pauses or ends (its end is always read).
+        m_cv.wait_for(lock, k_flood_pause, [this] { return m_done; });
+      }
       continue;
     }
     if (m_done) {

@@ -110,4 +110,65 @@ TEST(OutputFeed, ALongLineWithoutBreaksIsDroppedInsideItself) {
   EXPECT_EQ(c.text.size(), 16u);
 }
 
+// What the copy loop does: read the job's pipe straight into the ring.
+void fill(capture::OutputFeed& feed, std::string_view bytes, size_t read_size) {
+  while (!bytes.empty()) {
+    auto space = feed.reserve(read_size);
+    ASSERT_FALSE(space.empty());
+    size_t n = std::min(space.size(), bytes.size());
+    std::copy_n(bytes.data(), n, space.data());
+    feed.commit(n);
+    bytes.remove_prefix(n);
+  }
+}
+
+TEST(OutputFeed, ReservedSpaceIsReadInOrderAcrossTheRingsEnd) {
+  Collected c;
+  auto feed = make(c, 64);
+  feed.start();
+  std::string all;
+  for (int i = 0; i < 40; ++i) {
+    std::string line = "line " + std::to_string(i) + "\n";
+    all += line;
+    fill(feed, line, 16);  // pieces of at most 16 bytes, wrapping the 64-byte ring
+  }
+  feed.finish();
+  EXPECT_EQ(c.skipped + c.text.size(), all.size());
+  EXPECT_TRUE(c.text.ends_with("line 39\n"));
+  EXPECT_EQ(all.substr(all.size() - c.text.size()), c.text);
+  const std::string cut = all.substr(0, c.skipped);
+  EXPECT_EQ(c.skipped_lines, static_cast<uint64_t>(std::count(cut.begin(), cut.end(), '\n')));
+}
+
+TEST(OutputFeed, ReservingInAFullRingDropsTheOldestWholeLines) {
+  Collected c;
+  auto feed = make(c, 64);
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    char line[16];
+    std::snprintf(line, sizeof line, "line %03d\n", i);  // 9 bytes
+    all += line;
+    fill(feed, line, 32);
+  }
+  auto unused = feed.reserve(32);  // reserved and left empty: nothing appears
+  EXPECT_FALSE(unused.empty());
+  feed.commit(0);
+  feed.finish();
+  EXPECT_EQ(c.skipped + c.text.size(), all.size());
+  EXPECT_EQ(feed.dropped(), c.skipped);
+  EXPECT_EQ(c.text.substr(0, 5), "line ");
+  EXPECT_TRUE(c.text.ends_with("line 099\n"));
+  EXPECT_EQ(c.skipped_lines, c.skipped / 9);
+}
+
+TEST(OutputFeed, PushAndReserveMix) {
+  Collected c;
+  auto feed = make(c, 1024);
+  feed.push("a\n");
+  fill(feed, "b\n", 8);
+  feed.push("c\n");
+  feed.finish();
+  EXPECT_EQ(c.text, "a\nb\nc\n");
+}
+
 }  // namespace

@@ -45,12 +45,8 @@ bool same_destination(int a, int b) {
   return ::syscall(SYS_kcmp, self, self, KCMP_FILE, a, b) <= 0;
 }
 
-// Not zero-filled: a job that prints little touches a page or two of it.
 Tee::Tee(LogSink& log, OutputFeed* feed, std::chrono::milliseconds stall)
-    : m_log(log),
-      m_feed(feed),
-      m_stall(stall),
-      m_buf(std::make_unique_for_overwrite<char[]>(k_chunk)) {}
+    : m_log(log), m_feed(feed), m_stall(stall) {}
 
 bool Tee::stalled(const Stream& s, Clock::time_point now) const {
   return now - s.progress >= m_stall;
@@ -213,7 +209,24 @@ size_t Tee::copy_once(size_t i, bool force) {
       return 1;  // not EOF: the loop polls this pipe again once the terminal took some
     }
   }
-  ssize_t n = util::read_retry(s.pipe.get(), m_buf.get(), want);
+  // Read straight into diagnosis's ring when there is one: the bytes are then copied
+  // only by the kernel (into the log's page cache, and to the terminal).
+  char* into = nullptr;
+  if (m_feed != nullptr) {
+    auto space = m_feed->reserve(want);
+    into = space.data();
+    want = space.size();
+  } else {
+    if (!m_buf) {
+      // Not zero-filled: a job that prints little touches a page or two of it.
+      m_buf = std::make_unique_for_overwrite<char[]>(k_chunk);
+    }
+    into = m_buf.get();
+  }
+  ssize_t n = util::read_retry(s.pipe.get(), into, want);
+  if (m_feed != nullptr) {
+    m_feed->commit(n > 0 ? static_cast<size_t>(n) : 0);
+  }
   if (n < 0 && errno == EAGAIN) {
     return 1;  // spurious wake-up; not EOF
   }
@@ -224,11 +237,8 @@ size_t Tee::copy_once(size_t i, bool force) {
   }
   auto len = static_cast<size_t>(n);
   m_copied += len;
-  const std::string_view chunk(m_buf.get(), len);
+  const std::string_view chunk(into, len);
   m_log.append(chunk);
-  if (m_feed != nullptr) {
-    m_feed->push(chunk);
-  }
   if (!s.terminal_ok) {
     return len;
   }

@@ -295,6 +295,10 @@ Outcome sweep_one(const std::string& run_dir, const SweepContext& ctx, std::stri
     message = "write " + report_path + ": " + s.error();
     return Outcome::failed;
   }
+  // The file the dead wrapper had made ready for its report (util::AtomicFile).
+  if (h.pid > 0 && same_host) {
+    ::unlink((report_path + ".tmp." + std::to_string(h.pid)).c_str());
+  }
   message = rep.verdict->label;
   if (ctx.notify && group_sends && notice_wanted(*config, rep)) {
     NotifyOutcome o =

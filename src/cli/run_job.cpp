@@ -287,6 +287,8 @@ class JobRun {
   double m_duration = 0;
   std::string m_unshown;
   model::HostEvidence m_host_ev;
+  // report.json's file, created while the job starts (util::AtomicFile).
+  std::optional<util::AtomicFile> m_report_file;
   std::string m_report_path;
 };
 
@@ -516,6 +518,10 @@ void JobRun::start_watching() {
   // waits in the pipe meanwhile); not before the spawn, which they would delay.
   m_diagnosis->prepare();
   m_diagnosis->skip((*m_run_dir)->header_bytes, (*m_run_dir)->header_lines);
+  // report.json's new inode now too, beside the job's start rather than after its end.
+  if (auto f = util::AtomicFile::create(m_rep.run_dir + "/report.json")) {
+    m_report_file = std::move(*f);
+  }
 }
 
 // What the supervision loop starts or calls while the job runs: the helpers of a job
@@ -722,7 +728,11 @@ void JobRun::write_report() {
   // report.json is derived from output.log (which is synced): `gpualert classify`
   // gives it again, so it is replaced atomically but not fsynced (report::save), off
   // the job's path.
-  if (auto st = report::save(m_report_path, rep); !st) {
+  auto saved = m_report_file
+                   ? m_report_file->commit(report::to_text(rep), util::Durability::replace_only)
+                   : report::save(m_report_path, rep);
+  m_report_file.reset();
+  if (auto st = std::move(saved); !st) {
     // A full or broken log device must not lose the verdict too: keep it in the state dir.
     std::string fallback_dir = config::state_dir(m_config) + "/reports";
     std::string fallback =

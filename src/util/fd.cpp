@@ -96,40 +96,77 @@ Status fsync_dir(const std::string& dir) {
   return ok_status();
 }
 
-Status write_file_atomic(const std::string& path, std::string_view data, int mode,
-                         Durability durability) {
-  const bool sync = durability == Durability::synced;
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+Result<AtomicFile> AtomicFile::create(const std::string& path, int mode) {
+  AtomicFile f;
+  f.m_path = path;
+  f.m_mode = mode;
   // A new file of our own, never an existing one: in a directory someone else can
   // write to, a planted `report.json.tmp.<pid>` symlink would otherwise make us
-  // write through it. A name taken (a leftover, or a plant) gets the next one.
-  std::string tmp;
-  UniqueFd fd;
-  for (int n = 0; !fd.valid(); ++n) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + (n > 0 ? "." + std::to_string(n) : "");
-    fd.reset(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-    if (!fd.valid() && (errno != EEXIST || n >= 100)) {
-      return errno_error("create " + tmp);
+  // write through it. A name taken (a leftover, a plant, or another AtomicFile of
+  // this process for the same path) gets the next one.
+  for (int n = 0; !f.m_fd.valid(); ++n) {
+    f.m_tmp = path + ".tmp." + std::to_string(::getpid()) + (n > 0 ? "." + std::to_string(n) : "");
+    f.m_fd.reset(
+        ::open(f.m_tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!f.m_fd.valid() && (errno != EEXIST || n >= 100)) {
+      return errno_error("create " + f.m_tmp);
     }
   }
-  if (auto st = write_all(fd.get(), data); !st) {
-    int err = errno;  // write_all failed with errno set; keep it past unlink
-    ::unlink(tmp.c_str());
-    return errno_error("write " + tmp, err);
+  return f;
+}
+
+AtomicFile::~AtomicFile() {
+  if (m_fd.valid()) {
+    ::unlink(m_tmp.c_str());
   }
-  if (sync && ::fsync(fd.get()) != 0) {
-    auto err = errno_error("fsync " + tmp);
-    ::unlink(tmp.c_str());
+}
+
+Status AtomicFile::commit(std::string_view data, Durability durability) {
+  if (!m_fd.valid()) {
+    return Error{"write " + m_path + ": already written or never created"};
+  }
+  const bool sync = durability == Durability::synced;
+  auto fail = [&](Status err) {
+    m_fd.reset();
+    ::unlink(m_tmp.c_str());
+    return err;
+  };
+  if (auto st = write_all(m_fd.get(), data); !st) {
+    return fail(errno_error("write " + m_tmp));
+  }
+  if (sync && ::fsync(m_fd.get()) != 0) {
+    return fail(errno_error("fsync " + m_tmp));
+  }
+  // The name must still be the file written: one swapped for a link meanwhile (by
+  // whoever can write to the directory) is not renamed over the path; the data goes
+  // to a new temporary file instead.
+  struct stat mine {
+  }, named{};
+  if (::fstat(m_fd.get(), &mine) != 0 || ::lstat(m_tmp.c_str(), &named) != 0 ||
+      mine.st_dev != named.st_dev || mine.st_ino != named.st_ino) {
+    m_fd.reset();
+    return write_file_atomic(m_path, data, m_mode, durability);
+  }
+  m_fd.reset();
+  if (::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
+    auto err = errno_error("rename " + m_tmp + " to " + m_path);
+    ::unlink(m_tmp.c_str());
     return err;
   }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto err = errno_error("rename " + tmp + " to " + path);
-    ::unlink(tmp.c_str());
-    return err;
+  if (!sync) {
+    return ok_status();
   }
-  return sync ? fsync_dir(dir) : ok_status();
+  auto slash = m_path.rfind('/');
+  return fsync_dir(slash == std::string::npos ? "." : m_path.substr(0, slash == 0 ? 1 : slash));
+}
+
+Status write_file_atomic(const std::string& path, std::string_view data, int mode,
+                         Durability durability) {
+  auto file = AtomicFile::create(path, mode);
+  if (!file) {
+    return Error{file.error()};
+  }
+  return file->commit(data, durability);
 }
 
 Status private_dir(const std::string& path) {

@@ -61,6 +61,29 @@ Result<std::string> read_file(const std::string& path);
 enum class Durability { synced, replace_only };
 Status write_file_atomic(const std::string& path, std::string_view data, int mode = 0644,
                          Durability durability = Durability::synced);
+
+// write_file_atomic in two steps: create() makes the temporary file beside `path`
+// (`path.tmp.<pid>`), commit() writes it and renames it over `path`. Creating a file
+// costs a new inode, ~0.1 ms on a freshly made directory: `run` creates its report
+// while the job starts, so that its end does not wait for it. Not committed, the
+// temporary file is removed by the destructor (a killed process leaves it behind).
+class AtomicFile {
+ public:
+  static Result<AtomicFile> create(const std::string& path, int mode = 0644);
+  AtomicFile(AtomicFile&&) noexcept = default;
+  AtomicFile& operator=(AtomicFile&&) noexcept = default;
+  ~AtomicFile();
+  // Once: writes data, fsyncs it when synced, renames it over the path (and fsyncs the
+  // directory when synced). On failure the temporary file is removed.
+  Status commit(std::string_view data, Durability durability = Durability::synced);
+  const std::string& path() const { return m_path; }
+
+ private:
+  AtomicFile() = default;
+  std::string m_path, m_tmp;
+  int m_mode = 0644;
+  UniqueFd m_fd;
+};
 // fsyncs a directory so that entries created in it survive a crash.
 Status fsync_dir(const std::string& dir);
 // mkdir -p with the given mode for created directories.

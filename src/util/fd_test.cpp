@@ -29,6 +29,36 @@ TEST_F(FdTest, AtomicWriteNeverFollowsAPlantedTemporaryName) {
   EXPECT_EQ(*util::read_file(target), "new");
 }
 
+TEST_F(FdTest, AnAtomicFileIsMadeFirstAndReplacesThePathWhenCommitted) {
+  std::string target = m_root + "/report.json";
+  std::ofstream(target) << "provisional";
+  auto file = util::AtomicFile::create(target);
+  ASSERT_TRUE(file.ok());
+  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  EXPECT_EQ(::access(tmp.c_str(), F_OK), 0);  // made now, empty
+  // Another writer of the same path meanwhile (the provisional report) takes the next name.
+  ASSERT_TRUE(util::write_file_atomic(target, "second provisional", 0644,
+                                      util::Durability::replace_only)
+                  .ok());
+  EXPECT_EQ(*util::read_file(target), "second provisional");
+  ASSERT_TRUE(file->commit("final", util::Durability::replace_only).ok());
+  EXPECT_EQ(*util::read_file(target), "final");
+  EXPECT_NE(::access(tmp.c_str(), F_OK), 0);
+  EXPECT_FALSE(file->commit("again").ok());  // once
+}
+
+TEST_F(FdTest, AnAtomicFileNeverCommittedLeavesNothing) {
+  std::string target = m_root + "/report.json";
+  {
+    auto file = util::AtomicFile::create(target);
+    ASSERT_TRUE(file.ok());
+  }
+  EXPECT_NE(::access(target.c_str(), F_OK), 0);
+  EXPECT_NE(::access((target + ".tmp." + std::to_string(::getpid())).c_str(), F_OK), 0);
+  auto in_missing_dir = util::AtomicFile::create(m_root + "/no/such/dir/report.json");
+  EXPECT_FALSE(in_missing_dir.ok());
+}
+
 TEST_F(FdTest, PrivateDirIsMadePrivateAndRefusesLinks) {
   std::string dir = m_root + "/mine";
   ASSERT_TRUE(util::private_dir(dir).ok());

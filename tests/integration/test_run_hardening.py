@@ -467,20 +467,26 @@ class PrivateFallback(RunTestCase):
         self.assertEqual(len(os.listdir(os.path.join(mine, "runs"))), 1)
 
     def test_planted_temp_symlink_is_not_followed(self):
-        # The job plants report.json.tmp.<gpualert's pid> in its own run dir, as
-        # someone who could write there would: report.json is written beside it.
+        # The job puts a link at report.json.tmp.<gpualert's pid> in its own run dir
+        # (replacing the file gpualert made ready there), as someone who could write
+        # there would: report.json is written beside it, and is not that link.
         victim = os.path.join(self.tmp, "victim.txt")
         with open(victim, "w") as f:
             f.write("precious\n")
         script = ("import os, sys, time\n"
                   "d = os.environ['GPUALERT_RUN_DIR']\n"
-                  "ppid = os.getppid()\n"
-                  "os.symlink(sys.argv[1], os.path.join(d, f'report.json.tmp.{ppid}'))\n"
+                  "tmp = os.path.join(d, f'report.json.tmp.{os.getppid()}')\n"
+                  "try:\n"
+                  "    os.unlink(tmp)\n"
+                  "except FileNotFoundError:\n"
+                  "    pass\n"
+                  "os.symlink(sys.argv[1], tmp)\n"
                   "sys.exit(3)\n")
         p, run_dir = self.run_wrapped([PY, "-c", script, victim])
         self.assertEqual(p.returncode, 3, p.stderr)
         with open(victim) as f:
             self.assertEqual(f.read(), "precious\n")
+        self.assertFalse(os.path.islink(os.path.join(run_dir, "report.json")))
         self.assertEqual(self.report(run_dir)["exit_code"], 3)
 
 
