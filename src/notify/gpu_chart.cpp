@@ -81,6 +81,18 @@ struct Point {
   double t, mem, util;  // mem and util in 0..1; util < 0 when unknown
 };
 
+// Each well-formed record of gpus.jsonl, in order: f(uuid, type, record).
+template <typename F>
+void each_record(const std::string& gpus_jsonl, F&& f) {
+  std::istringstream in(gpus_jsonl);
+  for (std::string l; std::getline(in, l);) {
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (j.is_object() && j.contains("uuid") && j["uuid"].is_string()) {
+      f(j["uuid"].get<std::string>(), j.value("type", ""), j);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> gpu_now_lines(const std::string& gpus_jsonl) {
@@ -149,29 +161,23 @@ std::string gpu_chart_png(const std::string& gpus_jsonl) {
   std::map<std::string, std::vector<Point>> lines;  // uuid -> readings while the job ran
   std::vector<std::string> order;
   double end_t = 0;
-  std::istringstream in(gpus_jsonl);
-  for (std::string l; std::getline(in, l);) {
-    auto j = nlohmann::json::parse(l, nullptr, false);
-    if (!j.is_object() || !j.contains("uuid") || !j["uuid"].is_string()) {
-      continue;
-    }
-    std::string uuid = j["uuid"].get<std::string>();
-    std::string type = j.value("type", "");
-    if (type == "inventory" && j.contains("memory_total") && j["memory_total"].is_number()) {
-      total[uuid] = j["memory_total"].get<double>();
-      order.push_back(uuid);
-    } else if (type == "sample" && j.contains("t") && j["t"].is_number()) {
-      double t = j["t"].get<double>();
-      end_t = std::max(end_t, t);
-      if (j.value("after_end", false) || !j.contains("memory_used") || total[uuid] <= 0) {
-        continue;
-      }
-      double util = j.contains("utilization") && j["utilization"].is_number()
-                        ? j["utilization"].get<double>() / 100.0
-                        : -1;
-      lines[uuid].push_back({t, j["memory_used"].get<double>() / total[uuid], util});
-    }
-  }
+  each_record(
+      gpus_jsonl, [&](const std::string& uuid, const std::string& type, const nlohmann::json& j) {
+        if (type == "inventory" && j.contains("memory_total") && j["memory_total"].is_number()) {
+          total[uuid] = j["memory_total"].get<double>();
+          order.push_back(uuid);
+        } else if (type == "sample" && j.contains("t") && j["t"].is_number()) {
+          double t = j["t"].get<double>();
+          end_t = std::max(end_t, t);
+          if (j.value("after_end", false) || !j.contains("memory_used") || total[uuid] <= 0) {
+            return;
+          }
+          double util = j.contains("utilization") && j["utilization"].is_number()
+                            ? j["utilization"].get<double>() / 100.0
+                            : -1;
+          lines[uuid].push_back({t, j["memory_used"].get<double>() / total[uuid], util});
+        }
+      });
   size_t readings = 0;
   for (const auto& [u, pts] : lines) {
     readings = std::max(readings, pts.size());
