@@ -72,9 +72,14 @@ def overhead(work, env):
         jobs["wrapped_tmpfs"] = lambda i: wrap[:6] + [shm] + wrap[7:] + [true]
     times = {k: [] for k in jobs}
     startup, cpuid = [], []
+    order = list(jobs)
+    shuffle = random.Random(2).shuffle
     for i in range(RUNS):  # interleaved, so machine noise hits all alike
-        for k, argv in jobs.items():
-            times[k].append(timed(argv(i), env=env)[0])
+        # In a new order each round: a job that syncs its log slows the sync of whichever
+        # job comes right after it, so a fixed order would bias the paired differences.
+        shuffle(order)
+        for k in order:
+            times[k].append(timed(jobs[k](i), env=env)[0])
         if os.path.exists(LIBC_STARTUP):
             out = subprocess.run([LIBC_STARTUP], capture_output=True, text=True).stdout.split()
             if len(out) == 2:
