@@ -2,7 +2,9 @@
 # On a machine with an NVIDIA GPU: three real failing CUDA jobs under `gpualert run`
 # (an out-of-memory allocation, an illegal memory access, a device-side assert), each
 # report.json, gpus.jsonl and queued notice kept in OUT_DIR, and whether each was
-# labelled right with GPU facts present. Made to finish in one call of under 10 minutes.
+# labelled right with GPU facts present; each run also as a corpus case (source
+# reproduced-gpu) under OUT_DIR/corpus/, to be added to corpus/reproduced/. Made to finish
+# in one call of under 10 minutes.
 #
 #   scripts/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 #
@@ -150,6 +152,29 @@ for g in gpus:
              g.get("memory_total", 0) / gib, g.get("utilization_last"), g.get("xids")))
 sys.exit(0 if ok else 1)
 PY
+  # The same run as a corpus case (docs/spec/corpus-format.md), source reproduced-gpu:
+  # the job's own output without the wrapper's lines, labelled by what was run.
+  [ -n "$run_dir" ] && python3 - "$run_dir" "$out/corpus/$want/gpu-check-$j-$(basename "${cmd[0]}")" \
+      "$want" "${cmd[*]}" <<'PY'
+import json, os, sys
+run_dir, case, label, command = sys.argv[1:5]
+rep = json.load(open(os.path.join(run_dir, "report.json")))
+os.makedirs(case, exist_ok=True)
+with open(os.path.join(run_dir, "output.log"), "rb") as f, \
+        open(os.path.join(case, "output.log"), "wb") as o:
+    o.writelines(l for l in f if not l.startswith(b"#gpualert# "))
+if os.path.exists(os.path.join(run_dir, "kernel.log")):
+    with open(os.path.join(run_dir, "kernel.log"), "rb") as f, \
+            open(os.path.join(case, "kernel.log"), "wb") as o:
+        o.write(f.read())
+gpus = ", ".join("%s %s" % (g.get("name"), g.get("pci")) for g in rep.get("gpus") or [])
+json.dump({"label": label, "exit_code": None if rep.get("signal") else rep.get("exit_code"),
+           "signal": rep.get("signal"), "source": "reproduced-gpu",
+           "notes": "scripts/gpu-check.sh on %s: `%s` run under gpualert; labelled by what the "
+                    "program does, before any scoring" % (gpus or "an NVIDIA GPU", command)},
+          open(os.path.join(case, "case.json"), "w"), indent=2)
+PY
 done
-echo "kept in $out (reports, timelines, the outbox with the notices under state/)"
+echo "kept in $out (reports, timelines, the outbox with the notices under state/; corpus"
+echo "cases for corpus/reproduced/ under corpus/)"
 exit $status
