@@ -37,9 +37,9 @@ TEST_F(FdTest, AnAtomicFileIsMadeFirstAndReplacesThePathWhenCommitted) {
   const std::string tmp = target + ".tmp." + std::to_string(::getpid());
   EXPECT_EQ(::access(tmp.c_str(), F_OK), 0);  // made now, empty
   // Another writer of the same path meanwhile (the provisional report) takes the next name.
-  ASSERT_TRUE(util::write_file_atomic(target, "second provisional", 0644,
-                                      util::Durability::replace_only)
-                  .ok());
+  ASSERT_TRUE(
+      util::write_file_atomic(target, "second provisional", 0644, util::Durability::replace_only)
+          .ok());
   EXPECT_EQ(*util::read_file(target), "second provisional");
   ASSERT_TRUE(file->commit("final", util::Durability::replace_only).ok());
   EXPECT_EQ(*util::read_file(target), "final");
