@@ -322,6 +322,21 @@ struct GroupText {
   std::vector<std::string> others;
 };
 
+// A heading and one line per item, in the text part and as a list in the HTML part.
+void add_list(std::string& t, std::string& h, const std::string& heading,
+              const std::vector<std::string>& lines) {
+  if (lines.empty()) {
+    return;
+  }
+  t += heading + "\n";
+  h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
+  for (const auto& l : lines) {
+    t += "  " + l + "\n";
+    h += "<li>" + html_escape(l) + "</li>";
+  }
+  h += "</ul>";
+}
+
 std::optional<GroupText> group_text(const report::RunReport& r) {
   if (!r.job_group || !r.job_group->is_object()) {
     return std::nullopt;
@@ -649,15 +664,7 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
                        " (" + d->counts + ").";
     t += "\n" + lead + "\n";
     h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(lead) + "</b></p>";
-    if (!d->failing.empty()) {
-      t += "Failing members:\n";
-      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
-      for (const auto& l : d->failing) {
-        t += "  " + l + "\n";
-        h += "<li>" + html_escape(l) + "</li>";
-      }
-      h += "</ul>";
-    }
+    add_list(t, h, "Failing members:", d->failing);
     std::string rest = "Below: the last member to end, " + scheduler_job_id(r.env) + ".";
     t += rest + "\n";
     h += "<p style=\"margin:4px 0;color:#57606a\">" + html_escape(rest) + "</p>";
@@ -665,15 +672,7 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   if (auto g = group_text(r)) {
     t += "\n" + g->lead + "\n";
     h += "<p style=\"margin:10px 0 4px 0\"><b>" + html_escape(g->lead) + "</b></p>";
-    if (!g->others.empty()) {
-      t += "The others:\n";
-      h += "<ul style=\"margin:4px 0;padding-left:18px;font-size:13px\">";
-      for (const auto& l : g->others) {
-        t += "  " + l + "\n";
-        h += "<li>" + html_escape(l) + "</li>";
-      }
-      h += "</ul>";
-    }
+    add_list(t, h, "The others:", g->others);
   }
 
   if (!ex.evidence.empty()) {
