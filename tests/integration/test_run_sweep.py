@@ -66,6 +66,10 @@ class Sweep(RunTestCase):
             self.assertIsNone(report["exit_code"])  # nothing says how the job ended
             self.assertEqual(report["evidence"][0]["source"], "wrapper")
             self.assertGreater(report["log_bytes"], 0)
+            # The file the killed wrapper had made ready for its report is gone with it; the
+            # live wrapper's is still there.
+            self.assertEqual(glob.glob(os.path.join(dead_dir, "report.json.tmp.*")), [])
+            self.assertEqual(len(glob.glob(os.path.join(live_dir, "report.json.tmp.*"))), 1)
             # The notice went to the outbox (nothing configured), and only once.
             metas = glob.glob(os.path.join(self.state, "outbox", "new", "*.meta"))
             self.assertEqual(len(metas), 1, metas)
