@@ -68,43 +68,18 @@ void OutputFeed::drop_oldest(size_t need) {
 }
 
 void OutputFeed::push(std::string_view bytes) {
-  if (bytes.empty()) {
-    return;
-  }
-  bool wake = false;
-  {
-    std::lock_guard lock(m_mutex);
-    if (!m_ring) {
-      // Not zero-filled: a job that prints little touches a page or two of it.
-      m_ring = std::make_unique_for_overwrite<char[]>(m_capacity);
-    }
-    if (bytes.size() > m_capacity) {
-      // More than the ring holds in one chunk: what is unread and the chunk's
-      // head go unread; the line count comes from the bytes themselves.
-      size_t cut = bytes.size() - m_capacity;
-      drop_oldest(m_size);
-      m_skip_bytes += cut;
-      m_skip_lines += util::count_newlines(bytes.substr(0, cut));
-      m_dropped += cut;
-      bytes.remove_prefix(cut);
-    } else if (m_capacity - m_size < bytes.size()) {
-      drop_oldest(bytes.size() - (m_capacity - m_size));
-    }
-    size_t tail = (m_head + m_size) % m_capacity;
-    size_t first = std::min(bytes.size(), m_capacity - tail);
-    std::memcpy(m_ring.get() + tail, bytes.data(), first);
-    std::memcpy(m_ring.get(), bytes.data() + first, bytes.size() - first);
-    m_size += bytes.size();
-    wake = m_waiting;
-  }
-  if (wake) {
-    m_cv.notify_one();
+  while (!bytes.empty()) {
+    auto space = reserve(bytes.size());
+    std::memcpy(space.data(), bytes.data(), space.size());
+    commit(space.size());
+    bytes.remove_prefix(space.size());
   }
 }
 
 std::span<char> OutputFeed::reserve(size_t max) {
   std::lock_guard lock(m_mutex);
   if (!m_ring) {
+    // Not zero-filled: a job that prints little touches a page or two of it.
     m_ring = std::make_unique_for_overwrite<char[]>(m_capacity);
   }
   if (m_size == 0) {
