@@ -772,13 +772,15 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   }
   h += "</pre>";
 
+  // The signature line, last in both parts.
+  auto ending = [&](const std::string& footer) {
+    t += "\n-- \n" + one_line(footer) + "\n";
+    h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" +
+         html_escape(one_line(footer)) + "</p></body></html>\n";
+    return Bodies{t, h};
+  };
   if (stalled) {  // no attachments: the final notice carries them
-    std::string footer =
-        one_line("Log so far: " + r.log_path + " on " + r.host + ". Sent by gpualert --stall.");
-    t += "\n-- \n" + footer + "\n";
-    h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" + html_escape(footer) +
-         "</p></body></html>\n";
-    return {t, h};
+    return ending("Log so far: " + r.log_path + " on " + r.host + ". Sent by gpualert --stall.");
   }
   std::vector<Fact> rows;
   std::string att_title = "Attachments (budget " + util::human_size(budget) + ")";
@@ -804,12 +806,7 @@ Bodies build_bodies(const report::RunReport& r, const LogExcerpt& ex,
   }
   h += "</table>";
 
-  std::string footer =
-      one_line("Full log: " + r.log_path + " on " + r.host + ". Sent by gpualert.");
-  t += "\n-- \n" + footer + "\n";
-  h += "<p style=\"margin-top:18px;font-size:12px;color:#57606a\">" + html_escape(footer) +
-       "</p></body></html>\n";
-  return {t, h};
+  return ending("Full log: " + r.log_path + " on " + r.host + ". Sent by gpualert.");
 }
 
 }  // namespace notify
