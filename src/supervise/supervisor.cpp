@@ -116,6 +116,15 @@ class Loop {
     return std::chrono::duration<double>(t - m_start).count();
   }
 
+  // Ends the job the --timeout way, for `reason`: SIGTERM now, SIGKILL after --kill-after.
+  void stop_job(Clock::time_point now, std::string reason, std::string event) {
+    m_term_sent = true;
+    signal_job(SIGTERM);
+    m_kill_at = now + m_opt.kill_after;
+    m_kill_reason = std::move(reason);
+    m_events.push_back(std::move(event));
+  }
+
   void check_deadlines() {
     auto now = Clock::now();
     if (auto due = stall_due(); due && now >= *due) {
@@ -125,26 +134,20 @@ class Loop {
         m_opt.on_stall();
       }
       if (m_opt.stall_kill && !m_term_sent) {
-        // The --timeout path from here: SIGTERM now, SIGKILL after --kill-after.
-        m_term_sent = true;
         m_stall_killed = true;
-        signal_job(SIGTERM);
-        m_kill_at = now + m_opt.kill_after;
-        m_kill_reason = "stalled";
-        m_events.push_back("stalled: no output for " + silent +
-                           " (--stall), sent SIGTERM to the job (--stall-action kill)");
+        stop_job(now, "stalled",
+                 "stalled: no output for " + silent +
+                     " (--stall), sent SIGTERM to the job (--stall-action kill)");
       } else {
         m_events.push_back("stalled: no output for " + silent +
                            " (--stall); the job was left running");
       }
     }
     if (m_term_at && !m_term_sent && now >= *m_term_at && !m_status) {
-      m_term_sent = true;
       m_timed_out = true;
-      signal_job(SIGTERM);
-      m_kill_at = now + m_opt.kill_after;
-      m_events.push_back("time limit: --timeout " + util::human_duration(to_s(*m_opt.timeout)) +
-                         " expired, sent SIGTERM to the job");
+      stop_job(now, "time limit",
+               "time limit: --timeout " + util::human_duration(to_s(*m_opt.timeout)) +
+                   " expired, sent SIGTERM to the job");
     }
     if (m_kill_at && !m_kill_sent && now >= *m_kill_at && !m_status) {
       m_kill_sent = true;
