@@ -16,7 +16,7 @@ fi
 hs_pkg=${GPUALERT_HS_PACKAGE:-$hs_pkg}
 build_pkgs=(cmake ninja-build g++ pkg-config make
   libcurl4-openssl-dev libre2-dev "$hs_pkg" libtomlplusplus-dev libcli11-dev
-  nlohmann-json3-dev zlib1g-dev)
+  nlohmann-json3-dev zlib1g-dev lld)
 run_pkgs=(python3)
 install_pkgs=(pandoc)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-aiosmtpd pandoc
