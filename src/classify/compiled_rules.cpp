@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "classify/hs_compile.hpp"
 #include "util/fd.hpp"
 
 namespace classify {
@@ -60,21 +61,28 @@ uint64_t fnv1a(uint64_t h, std::string_view bytes) {
   return h;
 }
 
-std::string cache_path(const std::vector<const char*>& expressions,
-                       const std::vector<unsigned>& flags, const std::vector<unsigned>& ids) {
+std::string cache_path(const std::vector<HsExpression>& expressions, const char* kind = "db") {
   std::string dir = cache_dir();
   if (dir.empty()) {
     return {};
   }
   uint64_t h = fnv1a(1469598103934665603ull, hs_version());
-  for (size_t i = 0; i < expressions.size(); ++i) {
-    h = fnv1a(h, expressions[i]);
-    std::string meta = "\x1f" + std::to_string(flags[i]) + "\x1f" + std::to_string(ids[i]) + "\x1e";
+  for (const auto& e : expressions) {
+    h = fnv1a(h, e.pattern);
+    std::string meta = "\x1f" + std::to_string(e.flags) + "\x1f" + std::to_string(e.id) + "\x1e";
     h = fnv1a(h, meta);
   }
   char name[40];
-  std::snprintf(name, sizeof name, "/hs-%016llx.db", static_cast<unsigned long long>(h));
+  std::snprintf(name, sizeof name, "/hs-%016llx.%s", static_cast<unsigned long long>(h), kind);
   return dir + name;
+}
+
+hs_database_t* deserialize(std::string_view bytes) {
+  hs_database_t* db = nullptr;
+  if (bytes.empty() || hs_deserialize_database(bytes.data(), bytes.size(), &db) != HS_SUCCESS) {
+    return nullptr;
+  }
+  return db;
 }
 
 hs_database_t* load_cached(const std::string& path) {
@@ -82,48 +90,38 @@ hs_database_t* load_cached(const std::string& path) {
     return nullptr;
   }
   auto bytes = util::read_file(path);
-  if (!bytes || bytes->empty()) {
-    return nullptr;
-  }
-  hs_database_t* db = nullptr;
-  if (hs_deserialize_database(bytes->data(), bytes->size(), &db) != HS_SUCCESS) {
-    return nullptr;
-  }
-  return db;
+  return bytes ? deserialize(*bytes) : nullptr;
 }
 
-void store_cached(const std::string& path, const hs_database_t* db) {
+void store_cached(const std::string& path, std::string_view bytes) {
   if (path.empty()) {
-    return;
-  }
-  char* bytes = nullptr;
-  size_t length = 0;
-  if (hs_serialize_database(db, &bytes, &length) != HS_SUCCESS) {
     return;
   }
   std::string dir = path.substr(0, path.rfind('/'));
   if (util::make_dirs(dir, 0700)) {
-    (void)util::write_file_atomic(path, std::string_view(bytes, length), 0600);
+    (void)util::write_file_atomic(path, bytes, 0600);
   }
-  std::free(bytes);
 }
 
-// hs_compile_multi, with the cache in front of it.
-hs_error_t compile_multi_cached(const std::vector<const char*>& expressions,
-                                const std::vector<unsigned>& flags,
-                                const std::vector<unsigned>& ids, hs_database_t** db,
-                                hs_compile_error_t** err) {
-  std::string path = cache_path(expressions, flags, ids);
-  if ((*db = load_cached(path)) != nullptr) {
-    return HS_SUCCESS;
+// The expressions' database, from the cache, else compiled (hs_compile.hpp) and cached.
+// Null when they don't compile, with `failed` saying why.
+hs_database_t* compile_cached(const std::vector<HsExpression>& expressions, HsCompiled& failed) {
+  std::string path = cache_path(expressions);
+  if (hs_database_t* db = load_cached(path)) {
+    return db;
   }
-  hs_error_t rc =
-      hs_compile_multi(expressions.data(), flags.data(), ids.data(),
-                       static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, db, err);
-  if (rc == HS_SUCCESS) {
-    store_cached(path, *db);
+  HsCompiled compiled = hs_compile_serialized(expressions);
+  if (!compiled.error.empty()) {
+    failed = std::move(compiled);
+    return nullptr;
   }
-  return rc;
+  hs_database_t* db = deserialize(compiled.database);
+  if (db == nullptr) {
+    failed.error = "the compiled database could not be loaded";
+    return nullptr;
+  }
+  store_cached(path, compiled.database);
+  return db;
 }
 
 }  // namespace
@@ -141,20 +139,33 @@ std::string check_pattern(const std::string& pattern, bool caseless) {
   if (pattern.empty()) {
     return "empty pattern";
   }
-  hs_database_t* db = nullptr;
-  hs_compile_error_t* err = nullptr;
-  if (hs_compile(pattern.c_str(), hs_flags(caseless), HS_MODE_BLOCK, nullptr, &db, &err) !=
-      HS_SUCCESS) {
-    std::string message = "pattern '" + pattern + "': " + (err ? err->message : "hyperscan error");
-    hs_free_compile_error(err);
-    return message;
-  }
-  hs_free_database(db);
   RE2 re(pattern, re2_options(caseless));
   if (!re.ok()) {
     return "pattern '" + pattern + "': " + re.error();
   }
   return {};
+}
+
+HsExpression check_expression(const std::string& pattern, bool caseless) {
+  return HsExpression{pattern, hs_flags(caseless), 0};
+}
+
+util::Result<std::vector<std::string>> check_expressions(
+    const std::vector<HsExpression>& expressions) {
+  // The file's content is checked like a database's: anything else is not trusted.
+  constexpr std::string_view k_checked = "checked by hs_compile\n";
+  std::string good = cache_path(expressions, "ok");
+  if (auto bytes =
+          good.empty() ? util::Result<std::string>(util::Error{""}) : util::read_file(good);
+      bytes && *bytes == k_checked) {
+    return std::vector<std::string>(expressions.size());
+  }
+  auto checks = hs_check_each(expressions);
+  if (checks && !good.empty() &&
+      std::all_of(checks->begin(), checks->end(), [](const auto& m) { return m.empty(); })) {
+    store_cached(good, k_checked);
+  }
+  return checks;
 }
 
 std::string check_extractor(const std::string& pattern) {
@@ -190,21 +201,21 @@ const hs_database* CompiledRules::database() const {
     if (m_expressions.empty()) {
       return;
     }
-    hs_compile_error_t* err = nullptr;
-    if (compile_multi_cached(m_expressions, m_flags, m_ids, &m_db, &err) != HS_SUCCESS) {
-      std::string message = "hyperscan: ";
-      if (err) {
-        message += err->message;
-        if (err->expression >= 0) {
-          const size_t e = static_cast<size_t>(err->expression);
-          const PatternRef& ref = m_patterns[m_ids[e]];
-          const Rule& rule = m_rules[ref.rule];
-          message = rule.origin + ": rule '" + rule.id + "': pattern '" + m_expressions[e] +
-                    "': " + err->message;
-        }
+    std::vector<HsExpression> expressions;
+    for (size_t i = 0; i < m_expressions.size(); ++i) {
+      expressions.push_back(HsExpression{m_expressions[i], m_flags[i], m_ids[i]});
+    }
+    HsCompiled failed;
+    m_db = compile_cached(expressions, failed);
+    if (m_db == nullptr) {
+      std::string message = "hyperscan: " + failed.error;
+      if (failed.expression >= 0 && static_cast<size_t>(failed.expression) < m_expressions.size()) {
+        const size_t e = static_cast<size_t>(failed.expression);
+        const PatternRef& ref = m_patterns[m_ids[e]];
+        const Rule& rule = m_rules[ref.rule];
+        message = rule.origin + ": rule '" + rule.id + "': pattern '" + m_expressions[e] +
+                  "': " + failed.error;
       }
-      hs_free_compile_error(err);
-      m_db = nullptr;
       m_db_error = message;
     }
   });
@@ -228,8 +239,7 @@ const hs_database* CompiledRules::marker_database(uint32_t unseen) const {
   if (it != m_marker_dbs.end()) {
     return it->second;
   }
-  std::vector<const char*> expressions;
-  std::vector<unsigned> flags, ids;
+  std::vector<HsExpression> expressions;
   for (unsigned id = 0; id < m_patterns.size(); ++id) {
     const PatternRef& ref = m_patterns[id];
     if (!ref.once) {
@@ -241,19 +251,12 @@ const hs_database* CompiledRules::marker_database(uint32_t unseen) const {
     }
     const Rule& rule = m_rules[ref.rule];
     const auto& list = ref.exclude ? rule.exclude : rule.patterns;
-    expressions.push_back(list[ref.index].c_str());
-    flags.push_back(db_flags(rule.caseless, true));
-    ids.push_back(id);
+    expressions.push_back(HsExpression{list[ref.index], db_flags(rule.caseless, true), id});
   }
-  hs_database_t* db = nullptr;
-  hs_compile_error_t* err = nullptr;
   // Cached on disk like the main database: each subset compiles once per user, not
   // once per job as markers are first seen.
-  if (!expressions.empty() &&
-      compile_multi_cached(expressions, flags, ids, &db, &err) != HS_SUCCESS) {
-    hs_free_compile_error(err);
-    db = nullptr;
-  }
+  HsCompiled failed;
+  hs_database_t* db = expressions.empty() ? nullptr : compile_cached(expressions, failed);
   m_marker_dbs[unseen] = db;
   return db;
 }

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "classify/hs_compile.hpp"
 #include "classify/rules.hpp"
 #include "util/result.hpp"
 
@@ -78,6 +79,8 @@ class CompiledRules {
   // Every pattern except those of the "once" markers; built on first call (thread
   // safe); null when there are no such patterns or the build failed.
   const hs_database* database() const;
+  // Why database() is null although there are patterns ("" when it is not).
+  const std::string& database_error() const { return m_db_error; }
   // Builds the database now; the error names the rule's origin and the pattern.
   util::Status compile_database() const;
   // Markers that only need their first match (ids into rules(), at most 32). A
@@ -123,8 +126,15 @@ class CompiledRules {
   std::vector<Refs> m_refs;
 };
 
-// Checks one pattern with both engines; empty string when it is usable.
+// Checks one pattern with RE2 (and that it is not empty); empty string when it is usable.
 std::string check_pattern(const std::string& pattern, bool caseless);
+// Hyperscan's check of a rules file's patterns, all at once (for `gpualert` the compiler
+// is a helper process, hs_compile.hpp): a message per expression, "" when it compiles
+// alone. A set found good is remembered in the cache, so that a job with a site rules
+// file pays for the check once, not every time. check_expression gives the expression.
+util::Result<std::vector<std::string>> check_expressions(
+    const std::vector<HsExpression>& expressions);
+HsExpression check_expression(const std::string& pattern, bool caseless);
 // Checks an extraction regex (RE2, at least one named group).
 std::string check_extractor(const std::string& pattern);
 RE2::Options re2_options(bool caseless);

@@ -1,13 +1,16 @@
 // classify/rules.cpp: loading, checking and merging rule tables (TOML).
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "classify/compiled_rules.hpp"
 #include "classify/default_rules.hpp"
+#include "classify/hs_compile.hpp"
 #include "classify/rule_set_impl.hpp"
 #include "classify/taxonomy.hpp"
 
@@ -50,16 +53,61 @@ class Loader {
       : m_name(std::move(name)), m_check_each(check_each_pattern) {}
 
   void error(const toml::source_region& where, const std::string& message) {
-    m_errors << m_name << ":" << where.begin.line << ": " << message << "\n";
-    m_failed = true;
+    error_at(where.begin.line, message);
   }
-  bool failed() const { return m_failed; }
+  void error_at(size_t line, const std::string& message) {
+    m_errors.emplace_back(line, m_name + ":" + std::to_string(line) + ": " + message);
+  }
+  bool failed() const { return !m_errors.empty(); }
+  // In the file's order: Hyperscan's checks come in one batch after the whole file.
   std::string errors() const {
-    std::string s = m_errors.str();
-    if (!s.empty() && s.back() == '\n') {
-      s.pop_back();
+    auto sorted = m_errors;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string s;
+    for (const auto& [line, message] : sorted) {
+      s += (s.empty() ? "" : "\n") + message;
     }
     return s;
+  }
+
+  // A rule's pattern, checked by both engines: RE2's verdict now, Hyperscan's with
+  // the file's other patterns in check_patterns() (one helper run for `gpualert`).
+  void check(const toml::source_region& where, const std::string& prefix,
+             const std::string& pattern, bool caseless) {
+    if (!m_check_each) {
+      return;
+    }
+    if (pattern.empty()) {
+      error(where, prefix + "empty pattern");
+      return;
+    }
+    m_pending.push_back(
+        Pending{where.begin.line, prefix, pattern, caseless, check_pattern(pattern, caseless)});
+  }
+  void check_patterns() {
+    if (m_pending.empty()) {
+      return;
+    }
+    std::vector<HsExpression> expressions;
+    for (const auto& p : m_pending) {
+      expressions.push_back(check_expression(p.pattern, p.caseless));
+    }
+    auto hs = check_expressions(expressions);
+    if (!hs) {
+      error_at(m_pending.front().line, "the patterns could not be checked: " + hs.error());
+      m_pending.clear();
+      return;
+    }
+    for (size_t i = 0; i < m_pending.size(); ++i) {
+      const Pending& p = m_pending[i];
+      if (i < hs->size() && !(*hs)[i].empty()) {
+        error_at(p.line, p.prefix + "pattern '" + p.pattern + "': " + (*hs)[i]);
+      } else if (!p.re2_error.empty()) {
+        error_at(p.line, p.prefix + p.re2_error);
+      }
+    }
+    m_pending.clear();
   }
   std::string origin(const toml::node& n) const {
     return m_name + ":" + std::to_string(n.source().begin.line);
@@ -246,14 +294,10 @@ class Loader {
       error(where, name + "needs patterns or an exit/host condition");
     }
     for (const auto& p : rule.patterns) {
-      if (auto e = m_check_each ? check_pattern(p, rule.caseless) : ""; !e.empty()) {
-        error(where, name + e);
-      }
+      check(where, name, p, rule.caseless);
     }
     for (const auto& p : rule.exclude) {
-      if (auto e = m_check_each ? check_pattern(p, rule.caseless) : ""; !e.empty()) {
-        error(where, name + "exclude " + e);
-      }
+      check(where, name + "exclude ", p, rule.caseless);
     }
     for (const auto& p : rule.extract) {
       if (auto e = m_check_each ? check_extractor(p) : ""; !e.empty()) {
@@ -308,6 +352,7 @@ class Loader {
         error(value.source(), "unknown top-level key '" + key + "'");
       }
     }
+    check_patterns();
     if (failed()) {
       return util::Error{errors()};
     }
@@ -315,10 +360,17 @@ class Loader {
   }
 
  private:
+  struct Pending {
+    size_t line;
+    std::string prefix;
+    std::string pattern;
+    bool caseless;
+    std::string re2_error;
+  };
   std::string m_name;
   bool m_check_each = true;
-  std::ostringstream m_errors;
-  bool m_failed = false;
+  std::vector<std::pair<size_t, std::string>> m_errors;
+  std::vector<Pending> m_pending;
 };
 
 }  // namespace

@@ -419,8 +419,16 @@ Verdict Scanner::verdict(const ExitInfo& exit, const HostEvidence& host) const {
     }
     k.fields.insert(l.fields.begin(), l.fields.end());
   }
-  return decide(*s.rules, hits, exit, host,
-                s.last_line == k_no_position ? k_no_position : position(Origin::log, s.last_line));
+  Verdict v =
+      decide(*s.rules, hits, exit, host,
+             s.last_line == k_no_position ? k_no_position : position(Origin::log, s.last_line));
+  // Patterns that could not be compiled read nothing: the verdict says so, not silently
+  // "unknown" (e.g. gpualert-compile missing with no compiled rules in the cache).
+  if (!s.rules->database_error().empty()) {
+    v.caveats.push_back("the log was not read by the rules' patterns: " +
+                        s.rules->database_error());
+  }
+  return v;
 }
 
 void Scanner::observe_lines(LineObserver observer) { m_impl->observer = std::move(observer); }

@@ -18,7 +18,7 @@ extern char** environ;
 namespace util {
 
 pid_t spawn_quiet(const std::string& path, const char* name, const std::vector<std::string>& args,
-                  int out_fd, bool new_session, const sigset_t* mask) {
+                  int out_fd, bool new_session, const sigset_t* mask, int in_fd) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(name));
   for (const auto& a : args) {
@@ -29,7 +29,11 @@ pid_t spawn_quiet(const std::string& path, const char* name, const std::vector<s
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (in_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  }
   if (out_fd >= 0) {
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   } else {

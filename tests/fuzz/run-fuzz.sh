@@ -22,6 +22,8 @@ fi
 cmake --build "$build" --target classify_fuzz rules_fuzz report_fuzz -j "$jobs"
 
 work="$build/fuzz-work"
+# Rule sets the fuzzers compile are cached like a user's: here, not in the user's cache.
+export GPUALERT_CACHE_DIR="$work/cache"
 mkdir -p "$work/classify" "$work/rules" "$work/report" "$work/seeds-classify" "$work/seeds-rules" \
   "$work/seeds-report"
 
