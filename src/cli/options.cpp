@@ -303,6 +303,10 @@ std::optional<int> Options::parse(int argc, char** argv, const char* name, const
       continue;
     }
     if (c == 'h') {
+      if (std::string_view typed = typed_long_name(argc, argv, nullptr);
+          !typed.empty() && typed != "help") {
+        return usage_error("unknown option --" + std::string(typed));
+      }
       std::string text = help();
       std::fwrite(text.data(), 1, text.size(), stdout);
       return 0;

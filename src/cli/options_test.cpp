@@ -191,6 +191,8 @@ TEST(Options, HelpOnStdout) {
             "\n");
   Table u;
   EXPECT_EQ(parse(u.options, {"-h"}).status, 0);
+  Table v;
+  EXPECT_EQ(parse(v.options, {"--he"}).stderr_text, "gpualert: error: cmd: unknown option --he\n");
 }
 
 TEST(Options, PositionalsAmongOptionsAndAfterDoubleDash) {
