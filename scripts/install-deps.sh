@@ -15,7 +15,7 @@ if [ "$(dpkg --print-architecture)" != amd64 ] ||
 fi
 hs_pkg=${GPUALERT_HS_PACKAGE:-$hs_pkg}
 build_pkgs=(cmake ninja-build g++ pkg-config make
-  libcurl4-openssl-dev libre2-dev "$hs_pkg" libtomlplusplus-dev libcli11-dev
+  libcurl4-openssl-dev libre2-dev "$hs_pkg" libtomlplusplus-dev
   nlohmann-json3-dev zlib1g-dev lld)
 run_pkgs=(python3)
 install_pkgs=(pandoc)

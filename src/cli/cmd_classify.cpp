@@ -2,16 +2,14 @@
 //
 // Exit facts come from the flags, else from case.json/report.json beside the log;
 // kernel lines from --kernel-log, else kernel.log beside the log.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "classify/case_dir.hpp"
 #include "classify/classifier.hpp"
 #include "cli/commands.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 
 namespace cli {
 
@@ -67,23 +65,24 @@ void print_verdict(const model::Verdict& v) {
 }  // namespace
 
 int cmd_classify(int argc, char** argv) {
-  CLI::App app{"Diagnose why a job ended, from its log (and exit status).", "gpualert classify"};
+  Options options("gpualert classify", "Diagnose why a job ended, from its log (and exit status).");
   std::string log_path, kernel_log, signal_name;
   int exit_code = 0;
   bool json = false, wrapper_timeout = false;
   std::vector<std::string> rule_files;
-  auto* exit_opt = app.add_option("--exit-code", exit_code, "the job's exit code");
-  auto* signal_opt =
-      app.add_option("--signal", signal_name, "the signal that killed the job (SIGKILL, 9, ...)");
-  exit_opt->excludes(signal_opt);
-  app.add_option("--kernel-log", kernel_log, "kernel messages seen during the run (dmesg lines)");
-  app.add_flag("--wrapper-timeout", wrapper_timeout, "gpualert's --timeout stopped the job");
-  app.add_flag("--json", json, "print the verdict as JSON");
-  app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
-      ->allow_extra_args(false);
-  app.add_option("LOGFILE", log_path, "the job's output (output.log)")->required();
-  if (auto done = parse_args(app, argc, argv, "classify")) {
+  auto& exit_opt = options.value("--exit-code", exit_code, "the job's exit code");
+  auto& signal_opt =
+      options.value("--signal", signal_name, "the signal that killed the job (SIGKILL, 9, ...)");
+  options.value("--kernel-log", kernel_log, "kernel messages seen during the run (dmesg lines)");
+  options.flag("--wrapper-timeout", wrapper_timeout, "gpualert's --timeout stopped the job");
+  options.flag("--json", json, "print the verdict as JSON");
+  options.values("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  options.positional("LOGFILE", log_path, "the job's output (output.log)").required();
+  if (auto done = options.parse(argc, argv, "classify")) {
     return *done;
+  }
+  if (exit_opt && signal_opt) {
+    return usage_error("classify: --exit-code excludes --signal");
   }
 
   model::ExitInfo exit;
@@ -94,9 +93,9 @@ int cmd_classify(int argc, char** argv) {
   if (!facts) {
     return runtime_error(facts.error());
   }
-  if (*exit_opt) {
+  if (exit_opt) {
     exit.exit_code = exit_code;
-  } else if (*signal_opt) {
+  } else if (signal_opt) {
     int sig = classify::parse_signal(signal_name);
     if (sig <= 0) {
       return usage_error("--signal: unknown signal '" + signal_name + "'");
@@ -125,7 +124,9 @@ int cmd_classify(int argc, char** argv) {
   }
   model::Verdict v = scanner.verdict(exit, host);
   if (json) {
-    std::cout << verdict_json(v).dump(2) << "\n";
+    std::string text = verdict_json(v).dump(2);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputs("\n", stdout);
   } else {
     print_verdict(v);
   }

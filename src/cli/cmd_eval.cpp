@@ -1,28 +1,28 @@
 // cli/cmd_eval.cpp: `gpualert eval`, the rules measured on labelled cases beside
 // two baselines (see classify/evaluate.hpp).
-#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
+#include <string>
+#include <vector>
 
 #include "classify/evaluate.hpp"
 #include "cli/commands.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 
 namespace cli {
 
 int cmd_eval(int argc, char** argv) {
-  CLI::App app{"Score the rules on corpus cases (directories holding case.json).", "gpualert eval"};
+  Options options("gpualert eval",
+                  "Score the rules on corpus cases (directories holding case.json).");
   std::vector<std::string> roots, rule_files;
   bool json = false, by_batch = false, no_defaults = false;
-  app.add_flag("--json", json, "print the scores as JSON");
-  app.add_flag("--by-batch", by_batch,
+  options.flag("--json", json, "print the scores as JSON");
+  options.flag("--by-batch", by_batch,
                "also the cases, current and first-sight right answers of each batch");
-  app.add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
-      ->allow_extra_args(false);
-  app.add_flag("--no-default-rules", no_defaults,
+  options.values("--rules", rule_files, "extra or overriding rules file (repeatable)");
+  options.flag("--no-default-rules", no_defaults,
                "leave out the built-in rules: the --rules files are the whole table");
-  app.add_option("DIR", roots, "corpus roots, searched at any depth")->required();
-  if (auto done = parse_args(app, argc, argv, "eval")) {
+  options.positionals("DIR", roots, "corpus roots, searched at any depth").required();
+  if (auto done = options.parse(argc, argv, "eval")) {
     return *done;
   }
   if (no_defaults && rule_files.empty()) {
@@ -49,9 +49,11 @@ int cmd_eval(int argc, char** argv) {
     std::fprintf(stderr, "gpualert: warning: skipped %s\n", s.c_str());
   }
   if (json) {
-    std::cout << classify::to_json(*result, by_batch).dump(2) << "\n";
+    std::string text = classify::to_json(*result, by_batch).dump(2) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
-    std::cout << classify::to_text(*result, by_batch);
+    std::string text = classify::to_text(*result, by_batch);
+    std::fwrite(text.data(), 1, text.size(), stdout);
   }
   return 0;
 }

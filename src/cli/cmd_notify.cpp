@@ -1,38 +1,38 @@
 // cli/cmd_notify.cpp: `gpualert notify`: (re)build and send the notice of a finished run directory.
-#include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/notify_flags.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "notify/notify.hpp"
 #include "util/text.hpp"
 
 namespace cli {
 
 int cmd_notify(int argc, char** argv) {
-  CLI::App app{"Build the notification of a finished run directory and send it (or queue it).",
-               "gpualert notify"};
+  Options options("gpualert notify",
+                  "Build the notification of a finished run directory and send it (or queue it).");
   NotifyFlags flags;
   std::vector<std::string> attach;
   std::string budget, run_dir;
-  flags.add_to(app, "the most delivery may take (default 60s)", /*with_recipients=*/true);
-  app.add_option("--attach", attach, "artifact glob relative to the job's cwd, repeatable");
-  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
-      ->check(size_validator());
+  flags.add_to(options, "the most delivery may take (default 60s)", /*with_recipients=*/true);
+  options.values("--attach", attach, "artifact glob relative to the job's cwd, repeatable");
+  options.value("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
+      .check(check_size, "SIZE");
   bool report_outcome = false;  // for `run`: the outcome in a form it parses (cli/notifier.cpp)
-  app.add_flag("--report-outcome", report_outcome)->group("");
+  options.flag("--report-outcome", report_outcome, "").hidden();
   int64_t hold = 0;                    // for `run`: only queue it, held back this many seconds
   std::vector<std::string> supersede;  // for `run`: held entries this notice replaces
-  app.add_option("--hold", hold)->group("")->check(CLI::NonNegativeNumber);
-  app.add_option("--supersede", supersede)->group("");
+  options.value("--hold", hold, "").hidden().range(0, INT64_MAX);
+  options.values("--supersede", supersede, "").hidden();
   std::string report_path;  // for `run`: report.json is elsewhere (a full log device)
-  app.add_option("--report", report_path)->group("");
-  app.add_option("RUN_DIR", run_dir, "run directory holding report.json and output.log")
-      ->required();
-  if (auto done = parse_args(app, argc, argv, "notify")) {
+  options.value("--report", report_path, "").hidden();
+  options.positional("RUN_DIR", run_dir, "run directory holding report.json and output.log")
+      .required();
+  if (auto done = options.parse(argc, argv, "notify")) {
     return *done;
   }
   notify::RunNotice notice;

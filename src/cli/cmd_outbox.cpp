@@ -2,7 +2,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -10,7 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/notify_flags.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "config/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/notify.hpp"
@@ -92,18 +91,19 @@ int build_pending(const config::Config& config, size_t& total) {
 }  // namespace
 
 int cmd_outbox(int argc, char** argv) {
-  CLI::App app{"List, send or withdraw the notifications not yet delivered.", "gpualert outbox"};
+  Options options("gpualert outbox", "List, send or withdraw the notifications not yet delivered.");
   std::string action;
   std::vector<std::string> ids;
   NotifyFlags flags;
-  app.add_option("ACTION", action, "list | flush | withdraw ID...")
-      ->required()
-      ->check(CLI::IsMember({"list", "flush", "withdraw"}));
-  app.add_option("ID", ids, "withdraw: the entries to remove unsent (ids as `list` shows them)");
-  flags.add_to(app, "the most a flush may take (default 60s)", /*with_recipients=*/false);
+  options.positional("ACTION", action, "list | flush | withdraw ID...")
+      .required()
+      .choices({"list", "flush", "withdraw"});
+  options.positionals("ID", ids,
+                      "withdraw: the entries to remove unsent (ids as `list` shows them)");
+  flags.add_to(options, "the most a flush may take (default 60s)", /*with_recipients=*/false);
   bool if_idle = false;  // for `run`'s background flush: none when another flush runs
-  app.add_flag("--if-idle", if_idle)->group("");
-  if (auto done = parse_args(app, argc, argv, "outbox")) {
+  options.flag("--if-idle", if_idle, "").hidden();
+  if (auto done = options.parse(argc, argv, "outbox")) {
     return *done;
   }
   auto config = flags.load();

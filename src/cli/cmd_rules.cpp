@@ -1,13 +1,14 @@
 // cli/cmd_rules.cpp: `gpualert rules list | check FILE...`.
-#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "classify/classifier.hpp"
 #include "classify/rules.hpp"
 #include "cli/commands.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 
 namespace cli {
 
@@ -27,7 +28,8 @@ int list_rules(const classify::RuleSet& rules, bool json) {
            {"patterns", r.patterns.size()},
            {"origin", r.origin}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::string text = out.dump(2) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
   std::printf("%5s  %-34s %-22s %s\n", "order", "id", "label", "tier");
@@ -64,33 +66,52 @@ int check_files(const std::vector<std::string>& files) {
 }  // namespace
 
 int cmd_rules(int argc, char** argv) {
-  CLI::App app{"The classification rules: list them, or check a rules file.", "gpualert rules"};
-  app.require_subcommand(1);
-  std::vector<std::string> rule_files, check_targets;
-  bool json = false;
-  auto* list = app.add_subcommand("list", "list the rules in priority order (id, label, tier)");
-  list->add_option("--rules", rule_files, "extra or overriding rules file (repeatable)")
-      ->allow_extra_args(false);
-  list->add_flag("--json", json, "print as JSON");
-  auto* check = app.add_subcommand("check", "check rules files; errors as FILE:LINE: message");
-  check->add_option("FILE", check_targets, "rules file (TOML)")->required();
+  constexpr const char* k_list_summary = "list the rules in priority order (id, label, tier)";
+  constexpr const char* k_check_summary = "check rules files; errors as FILE:LINE: message";
+  Options options("gpualert rules", "The classification rules: list them, or check a rules file.");
+  options.subcommand("list", k_list_summary);
+  options.subcommand("check", k_check_summary);
+  std::string_view sub = argc >= 2 ? argv[1] : "";
+  if (sub == "list") {
+    Options list("gpualert rules list", k_list_summary);
+    std::vector<std::string> rule_files;
+    bool json = false;
+    list.values("--rules", rule_files, "extra or overriding rules file (repeatable)");
+    list.flag("--json", json, "print as JSON");
+    if (auto done = list.parse(argc - 1, argv + 1, "rules list")) {
+      return *done;
+    }
+    auto rules = classify::load_rules(rule_files);
+    if (!rules) {
+      std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
+      return 1;
+    }
+    return list_rules(*rules, json);
+  }
+  if (sub == "check") {
+    Options check("gpualert rules check", k_check_summary);
+    std::vector<std::string> targets;
+    check.positionals("FILE", targets, "rules file (TOML)").required();
+    if (auto done = check.parse(argc - 1, argv + 1, "rules check")) {
+      return *done;
+    }
+    return check_files(targets);
+  }
   if (argc < 2) {  // no subcommand: a usage error that shows which there are
-    use_help_formatter(app);
-    std::fputs(app.help().c_str(), stderr);
+    std::fputs(options.help().c_str(), stderr);
     return 2;
   }
-  if (auto done = parse_args(app, argc, argv, "rules")) {
+  // --help, or a usage error (an unknown option; any word is not a subcommand).
+  std::vector<std::string> words;
+  options.positionals("SUBCOMMAND", words, "").hidden();
+  if (auto done = options.parse(argc, argv, "rules")) {
     return *done;
   }
-  if (*check) {
-    return check_files(check_targets);
-  }
-  auto rules = classify::load_rules(rule_files);
-  if (!rules) {
-    std::fprintf(stderr, "gpualert: error: %s\n", rules.error().c_str());
-    return 1;
-  }
-  return list_rules(*rules, json);
+  std::string why = words.empty() ? std::string("a subcommand is required")
+                                  : "unknown subcommand '" + words.front() + "'";
+  std::fprintf(stderr, "gpualert: error: rules: %s (list or check; see gpualert rules --help)\n",
+               why.c_str());
+  return 2;
 }
 
 }  // namespace cli

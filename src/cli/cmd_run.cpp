@@ -3,13 +3,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-#include <memory>
+#include <string>
 
 #include "cli/commands.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "cli/run_job.hpp"
 #include "util/signals.hpp"
 #include "util/text.hpp"
@@ -62,68 +61,79 @@ Examples:
 }
 
 int cmd_run(int argc, char** argv) {
-  CLI::App app(k_run_help, "gpualert run");
-  // The command after "--" is split off before CLI11 parses, so the usage line is ours.
-  auto formatter = std::make_shared<HelpFormatter>("gpualert run [OPTIONS] -- COMMAND [ARGS...]");
-  formatter->column_width(30);
-  app.formatter(formatter);
+  Options options("gpualert run", k_run_help);
+  // Options end at "--" or at the first word that is neither one of ours nor an
+  // option's value: the rest is the command, untouched (it may hold options of its
+  // own, or another "--").
+  options.stop_at_first_argument();
+  options.usage("gpualert run [OPTIONS] -- COMMAND [ARGS...]");
   RunOptions o;
-  std::string timeout, kill_after = "30s", budget, notify_timeout;
-  app.add_option(
+  std::string timeout, kill_after = "30s", budget, notify_timeout, stall;
+  int group_size = 0;
+  bool no_line_buffer = false;
+  options.value(
       "--name", o.name,
       "job name shown in reports (default: $SLURM_JOB_NAME, else the command's basename)");
-  app.add_option("--log-dir", o.log_dir,
-                 "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)")
-      ->option_text("DIR");
-  app.add_option("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)")
-      ->option_text("ADDR ...");
-  app.add_option("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)")
-      ->option_text("GLOB ...");
-  app.add_option("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
-      ->check(size_validator());
-  app.add_option("--notify", o.notify_when,
-                 "when to notify; failure+warnings: also a success with caveats (default always)")
-      ->check(CLI::IsMember({"always", "failure", "failure+warnings", "never"}));
-  app.add_option("--timeout", timeout,
-                 "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
-      ->check(duration_validator());
-  app.add_option("--kill-after", kill_after,
-                 "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
-      ->check(duration_validator());
-  std::string stall;
-  app.add_option("--stall", stall,
-                 "one notice when the job printed nothing for DURATION (30m suits most "
-                 "training jobs; default off)")
-      ->check(duration_validator());
-  app.add_option("--stall-action", o.stall_action,
-                 "after --stall: notify (leave the job running, the default) or kill "
-                 "(SIGTERM, then SIGKILL after --kill-after)")
-      ->check(CLI::IsMember({"notify", "kill"}));
-  app.add_option("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)")
-      ->option_text("FILE");
-  app.add_flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
-  app.add_option(
-         "--notify-timeout", notify_timeout,
-         "most that delivering may take before the message stays in the outbox (default 60s)")
-      ->check(duration_validator());
-  app.add_option("--config", o.config_file,
-                 "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)")
-      ->option_text("FILE");
-  app.add_option("--group", o.group,
-                 "runs sharing KEY (each rank of a job) send one notice together; Slurm steps "
-                 "of several tasks do by themselves; none: each its own")
-      ->option_text("KEY");
-  app.add_option("--group-size", o.group_size,
+  options
+      .value("--log-dir", o.log_dir,
+             "where run directories go (default: $GPUALERT_LOG_DIR, else ./gpualert-logs)")
+      .value_name("DIR");
+  options.values("--to", o.to, "recipient, repeatable (default: $GPUALERT_TO)").value_name("ADDR");
+  options.values("--attach", o.attach, "artifact glob to attach, repeatable (relative to cwd)")
+      .value_name("GLOB");
+  options.value("--budget", budget, "total attachment budget, e.g. 10MiB (default 10MiB)")
+      .check(check_size, "SIZE");
+  options
+      .value("--notify", o.notify_when,
+             "when to notify; failure+warnings: also a success with caveats (default always)")
+      .choices({"always", "failure", "failure+warnings", "never"});
+  options
+      .value("--timeout", timeout,
+             "stop the job after DURATION (90s, 2h, 1h30m): SIGTERM, then SIGKILL")
+      .check(check_duration, "DURATION");
+  options
+      .value("--kill-after", kill_after,
+             "after --timeout's SIGTERM, SIGKILL if still running (default 30s)")
+      .check(check_duration, "DURATION");
+  options
+      .value("--stall", stall,
+             "one notice when the job printed nothing for DURATION (30m suits most "
+             "training jobs; default off)")
+      .check(check_duration, "DURATION");
+  options
+      .value("--stall-action", o.stall_action,
+             "after --stall: notify (leave the job running, the default) or kill "
+             "(SIGTERM, then SIGKILL after --kill-after)")
+      .choices({"notify", "kill"});
+  options.value("--rules", o.rules_file, "extra or overriding rules (see `gpualert rules`)")
+      .value_name("FILE");
+  options.flag("-q,--quiet", o.quiet, "no start/end lines from gpualert itself on stderr");
+  options
+      .value("--notify-timeout", notify_timeout,
+             "most that delivering may take before the message stays in the outbox (default 60s)")
+      .check(check_duration, "DURATION");
+  options
+      .value("--config", o.config_file,
+             "configuration file (default: $GPUALERT_CONFIG, else XDG config dir)")
+      .value_name("FILE");
+  options
+      .value("--group", o.group,
+             "runs sharing KEY (each rank of a job) send one notice together; Slurm steps "
+             "of several tasks do by themselves; none: each its own")
+      .value_name("KEY");
+  auto& group_size_opt =
+      options
+          .value("--group-size", group_size,
                  "how many runs share --group's KEY (default: $WORLD_SIZE, else those seen)")
-      ->option_text("N")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--array", o.array_mode,
-                 "a Slurm array's notices: each failing member its own, or one digest")
-      ->check(CLI::IsMember({"each", "digest"}));
-  bool no_line_buffer = false;
-  app.add_flag("--no-line-buffer", no_line_buffer,
+          .value_name("N")
+          .range(1, 1000000);
+  options
+      .value("--array", o.array_mode,
+             "a Slurm array's notices: each failing member its own, or one digest")
+      .choices({"each", "digest"});
+  options.flag("--no-line-buffer", no_line_buffer,
                "don't ask the job's runtimes for line-buffered stdout (PYTHONUNBUFFERED, stdbuf)");
-  app.footer(
+  options.footer(
       "Environment: GPUALERT_LOG_DIR, GPUALERT_TO, GPUALERT_FROM, GPUALERT_SMTP_URL,\n"
       "GPUALERT_SMTP_USER, GPUALERT_SMTP_PASSWORD_FILE, GPUALERT_SMTP_CA_FILE,\n"
       "GPUALERT_WEBHOOK_URL, GPUALERT_WEBHOOK_FORMAT, GPUALERT_NTFY_URL, GPUALERT_STATE_DIR, "
@@ -131,37 +141,14 @@ int cmd_run(int argc, char** argv) {
       "GPUALERT_NOTIFY_TIMEOUT (see gpualert.toml(5); its stall and stall_action keys are\n"
       "--stall's and --stall-action's defaults).\n"
       "Exit status: exactly COMMAND's; 2 for usage errors before COMMAND runs.");
-  // Everything after the first "--" is the command, untouched (it may hold
-  // options of its own, or another "--"); without "--", the first word that is
-  // neither one of our options nor an option's value starts it.
-  int split = argc;
-  int command_at = argc;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") {
-      split = i;
-      command_at = i + 1;
-      break;
-    }
-    if (arg.empty() || arg[0] != '-') {
-      split = command_at = i;
-      break;
-    }
-    const CLI::Option* opt = nullptr;
-    try {
-      opt = arg.find('=') == std::string_view::npos ? app.get_option(std::string(arg)) : nullptr;
-    } catch (const CLI::OptionNotFound&) {
-    }
-    if (opt != nullptr && opt->get_items_expected() > 0) {
-      ++i;  // skip the option's value
-    }
-  }
-  o.command.assign(argv + command_at, argv + argc);
-
-  if (auto done = parse_args(
-          app, split, argv, "run",
+  if (auto done = options.parse(
+          argc, argv, "run",
           "usage: gpualert run [OPTIONS] -- COMMAND [ARGS...]  (see gpualert run --help)")) {
     return *done;
+  }
+  o.command.assign(argv + options.rest(), argv + argc);
+  if (group_size_opt) {
+    o.group_size = group_size;
   }
   if (o.command.empty() || o.command[0].empty()) {
     std::fprintf(stderr,

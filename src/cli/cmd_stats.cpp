@@ -1,7 +1,6 @@
 // cli/cmd_stats.cpp: `gpualert stats`, the endings of many runs at once.
 //
 // Prints what cli/stats.hpp counted: as text for a person, or one JSON object.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +15,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "cli/stats.hpp"
 #include "config/config.hpp"
 #include "util/text.hpp"
@@ -242,22 +241,22 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 int cmd_stats(int argc, char** argv) {
-  CLI::App app{
+  Options options(
+      "gpualert stats",
       "Labels per node and per GPU across many run directories (their report.json only), the "
       "nodes with repeated hardware endings (gpu_lost, gpu_ecc, node_failure) as drain "
-      "candidates, and the top causes with one example run each.",
-      "gpualert stats"};
+      "candidates, and the top causes with one example run each.");
   std::vector<std::string> dirs;
   std::string config_file, since_text;
   bool as_json = false;
-  app.add_option("--since", since_text, "only runs that ended in the last DURATION (e.g. 7d, 12h)")
-      ->check(duration_validator());
-  app.add_flag("--json", as_json, "one JSON object on stdout (keys in gpualert(1))");
-  app.add_option("--config", config_file, "configuration file");
-  app.add_option("LOGDIR", dirs,
-                 "log directories (default: $GPUALERT_LOG_DIR, the configured log_dir, else "
-                 "./gpualert-logs)");
-  if (auto done = parse_args(app, argc, argv, "stats")) {
+  options.value("--since", since_text, "only runs that ended in the last DURATION (e.g. 7d, 12h)")
+      .check(check_duration, "DURATION");
+  options.flag("--json", as_json, "one JSON object on stdout (keys in gpualert(1))");
+  options.value("--config", config_file, "configuration file");
+  options.positionals("LOGDIR", dirs,
+                      "log directories (default: $GPUALERT_LOG_DIR, the configured log_dir, else "
+                      "./gpualert-logs)");
+  if (auto done = options.parse(argc, argv, "stats")) {
     return *done;
   }
   std::optional<std::time_t> since;

@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -33,7 +32,7 @@
 #include "cli/commands.hpp"
 #include "cli/group_notice.hpp"
 #include "cli/notifier.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "cli/run_state.hpp"
 #include "cli/sweep.hpp"
 #include "config/config.hpp"
@@ -430,23 +429,23 @@ bool journal_has_orphans(const config::Config& config, const std::string& own_en
 }
 
 int cmd_sweep(int argc, char** argv) {
-  CLI::App app{
+  Options options(
+      "gpualert sweep",
       "Report runs whose wrapper is gone (killed with the job, node down): classify the log they "
       "left, ask the scheduler, write report.json (marked reconstructed), notify; then send the "
-      "held notices that are due. Safe from a Slurm epilog, cron or a timer, and concurrently.",
-      "gpualert sweep"};
+      "held notices that are due. Safe from a Slurm epilog, cron or a timer, and concurrently.");
   std::vector<std::string> dirs;
   std::string config_file;
   bool quiet = false, journal_only = false, no_flush = false;
-  app.add_option("--config", config_file, "configuration file");
-  app.add_flag("-q,--quiet", quiet, "print nothing but errors");
-  app.add_flag("--journal", journal_only,
+  options.value("--config", config_file, "configuration file");
+  options.flag("-q,--quiet", quiet, "print nothing but errors");
+  options.flag("--journal", journal_only,
                "only the runs in this user's journal of runs in progress (the state dir)");
-  app.add_flag("--no-flush", no_flush, "don't send the outbox's due notices afterwards");
-  app.add_option("LOGDIR", dirs,
-                 "log directories to look in (default: $GPUALERT_LOG_DIR, the configured "
-                 "log_dir, else ./gpualert-logs), beside the journal");
-  if (auto done = parse_args(app, argc, argv, "sweep")) {
+  options.flag("--no-flush", no_flush, "don't send the outbox's due notices afterwards");
+  options.positionals("LOGDIR", dirs,
+                      "log directories to look in (default: $GPUALERT_LOG_DIR, the configured "
+                      "log_dir, else ./gpualert-logs), beside the journal");
+  if (auto done = options.parse(argc, argv, "sweep")) {
     return *done;
   }
   auto config = config::load_config(config_file);

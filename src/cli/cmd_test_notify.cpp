@@ -1,6 +1,5 @@
 // cli/cmd_test_notify.cpp: `gpualert test-notify`: send a test message now and say exactly what
 // failed.
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -9,7 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/notify_flags.hpp"
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "config/config.hpp"
 #include "notify/deliver.hpp"
 #include "notify/mime.hpp"
@@ -20,11 +19,11 @@
 namespace cli {
 
 int cmd_test_notify(int argc, char** argv) {
-  CLI::App app{"Send a test notification through every configured channel.",
-               "gpualert test-notify"};
+  Options options("gpualert test-notify",
+                  "Send a test notification through every configured channel.");
   NotifyFlags flags;
-  flags.add_to(app, "the most each attempt may take (default 60s)", /*with_recipients=*/true);
-  if (auto done = parse_args(app, argc, argv, "test-notify")) {
+  flags.add_to(options, "the most each attempt may take (default 60s)", /*with_recipients=*/true);
+  if (auto done = options.parse(argc, argv, "test-notify")) {
     return *done;
   }
   auto config = flags.load();

@@ -1,6 +1,6 @@
 // cli/commands.hpp: the subcommands. main() dispatches argv[1] through k_commands.
 //
-// Each command parses its own arguments (CLI11) from argv, where argv[0] is the
+// Each command parses its own arguments (cli/options.hpp) from argv, where argv[0] is the
 // subcommand's name, and returns the process exit status. Usage errors print one
 // line "gpualert: error: ..." on stderr and return 2 before doing anything.
 // Commands never call exit(); only main() ends the process.

@@ -5,15 +5,15 @@
 // flags over it (flags over environment over file). This is that, once.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/parse_args.hpp"
+#include "cli/options.hpp"
 #include "config/config.hpp"
+#include "util/text.hpp"
 
 namespace cli {
 
@@ -22,12 +22,12 @@ struct NotifyFlags {
   std::string timeout;
   std::vector<std::string> to;
 
-  void add_to(CLI::App& app, const char* timeout_help, bool with_recipients) {
+  void add_to(Options& options, const char* timeout_help, bool with_recipients) {
     if (with_recipients) {
-      app.add_option("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
+      options.values("--to", to, "recipient, repeatable (default: $GPUALERT_TO)");
     }
-    app.add_option("--config", config_file, "configuration file");
-    app.add_option("--notify-timeout", timeout, timeout_help)->check(duration_validator());
+    options.value("--config", config_file, "configuration file");
+    options.value("--notify-timeout", timeout, timeout_help).check(check_duration, "DURATION");
   }
 
   // The configuration with the flags applied; on error, says why on stderr (nullopt).
