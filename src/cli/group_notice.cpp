@@ -140,6 +140,10 @@ void join_group(RunGroup& g, const report::RunReport& rep) {
 }
 
 bool group_ending(RunGroup& group, report::RunReport& rep) {
+  if (!group.id && (env_value(rep, "GPUALERT_ARRAY") != "digest" ||
+                    env_value(rep, "SLURM_ARRAY_JOB_ID").empty())) {
+    return true;  // a run on its own: nobody else's notice to agree with
+  }
   bool send = true;
   report::MemberRecord r;
   r.host = rep.host;
