@@ -100,6 +100,11 @@ def overhead(work, env):
         d, lo, hi = paired_median(times["floor"], times["wrapped"])
         print(f"    gpualert over the floor, same rounds: {d * 1e3:+.3f} ms"
               f" (median of paired differences, 95% CI {lo * 1e3:+.3f}..{hi * 1e3:+.3f})")
+        # The floor's job runs without the line-buffering preload that gpualert gives a job
+        # off a terminal; the same comparison without it:
+        d, lo, hi = paired_median(times["floor"], times["wrapped_nolb"])
+        print(f"    gpualert --no-line-buffer over the floor, same rounds: {d * 1e3:+.3f} ms"
+              f" (95% CI {lo * 1e3:+.3f}..{hi * 1e3:+.3f})")
     if startup:
         # Paid once by every program linked with the C library: bare `true`, the floor and
         # gpualert alike. Under a hypervisor each CPUID the C library runs to learn the
