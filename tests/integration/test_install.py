@@ -1,4 +1,4 @@
-"""`cmake --install` into a staging DESTDIR: both programs side by side, the man pages,
+"""`cmake --install` into a staging DESTDIR: the programs side by side, the man pages,
 and an installed gpualert that runs a job and finds its helper. The examples that the
 man pages give (a rules file, a configuration file) are checked with the installed
 binary, so the documentation can't drift from what the program accepts."""
@@ -49,7 +49,7 @@ class InstallTest(unittest.TestCase):
                              XDG_CACHE_HOME=os.path.join(self.work, "cache"))
 
     def test_both_programs_side_by_side(self):
-        for name in ("gpualert", "gpualert-notify", "gpualert-gpu"):
+        for name in ("gpualert", "gpualert-notify", "gpualert-gpu", "gpualert-compile"):
             path = os.path.join(self.root, "bin", name)
             self.assertTrue(os.access(path, os.X_OK), path)
         # Nothing is written outside DESTDIR's prefix.
@@ -66,6 +66,9 @@ class InstallTest(unittest.TestCase):
             report = json.load(f)
         self.assertEqual(report["exit_code"], 3)
         self.assertEqual(report["label"], "disk_full")
+        # Its cache was empty: the rules were compiled by the installed gpualert-compile.
+        cache = os.path.join(self.work, "cache", "gpualert")
+        self.assertTrue(any(n.endswith(".db") for n in os.listdir(cache)), os.listdir(cache))
 
     def test_installed_binary_finds_its_helper(self):
         # outbox runs in gpualert-notify: found beside the installed gpualert.
