@@ -50,13 +50,15 @@ std::optional<std::string> oom_counter_path(const std::string& content, const st
     if (!v1 && has_memory_controller(ctrls)) {
       v1 = root + "/memory" + path + "/memory.oom_control";
     } else if (ctrls.empty() && id == "0") {
-      v2 = root + path + "/memory.events";
-      if (::access(v2->c_str(), R_OK) != 0) {
-        v2 = root + "/unified" + path + "/memory.events";
-      }
+      v2 = path;
     }
   });
-  return v1 ? v1 : v2;
+  if (v1 || !v2) {
+    return v1;
+  }
+  // Where the unified hierarchy is mounted: cgroup2 itself, or beside v1 (hybrid).
+  std::string events = root + *v2 + "/memory.events";
+  return ::access(events.c_str(), R_OK) == 0 ? events : root + "/unified" + *v2 + "/memory.events";
 }
 
 std::optional<std::string> memory_cgroup_path(const std::string& content) {

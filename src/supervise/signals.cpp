@@ -37,12 +37,14 @@ util::Result<SignalIntake> SignalIntake::open() {
     sigaddset(&in.m_blocked, sig);
   }
   // The job gets every signal with its default action, as from a shell, except
-  // those ignored when gpualert started (nohup's SIGHUP): glibc's spawn would
-  // otherwise leave its internal signals 32 and 33 ignored in the job. SIGPIPE is
-  // always default: we ignore it ourselves, and a job writing to a closed pipe
-  // must end as it would in a shell.
-  for (int sig = 1; sig < _NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP && (sig == SIGPIPE || !util::signal_ignored(sig))) {
+  // those ignored when gpualert started (nohup's SIGHUP). posix_spawn gives that for
+  // all but three by itself (a caught signal is reset, an ignored one kept, POSIX
+  // says): glibc's spawn would leave its internal signals 32 and 33 ignored in the
+  // job, and SIGPIPE is ignored by us, while a job writing to a closed pipe must
+  // end as it would in a shell. Those three are named to be reset.
+  add_any(in.m_child_defaults, SIGPIPE);
+  for (int sig : {32, 33}) {
+    if (!util::signal_ignored(sig)) {
       add_any(in.m_child_defaults, sig);
     }
   }
