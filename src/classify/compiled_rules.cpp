@@ -155,15 +155,15 @@ util::Result<std::vector<std::string>> check_expressions(
   // The file's content is checked like a database's: anything else is not trusted.
   constexpr std::string_view k_checked = "checked by hs_compile\n";
   std::string good = cache_path(expressions, "ok");
-  if (auto bytes =
-          good.empty() ? util::Result<std::string>(util::Error{""}) : util::read_file(good);
-      bytes && *bytes == k_checked) {
-    return std::vector<std::string>(expressions.size());
+  if (!good.empty()) {
+    if (auto bytes = util::read_file(good); bytes && *bytes == k_checked) {
+      return std::vector<std::string>(expressions.size());
+    }
   }
   auto checks = hs_check_each(expressions);
-  if (checks && !good.empty() &&
+  if (checks &&
       std::all_of(checks->begin(), checks->end(), [](const auto& m) { return m.empty(); })) {
-    store_cached(good, k_checked);
+    store_cached(good, k_checked);  // nothing without a cache dir
   }
   return checks;
 }
